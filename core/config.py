@@ -49,6 +49,10 @@ class Settings(BaseSettings):
     WEBHOOK_ALLOW_HTTP: bool = False
     WEBHOOK_CA_BUNDLE: str = ""
     # --- portal ---
+    PORTAL_LOGIN_RATE_LIMIT: str = "5/minute;20/hour"
+    PORTAL_LOGIN_ADDRESS_RATE_LIMIT: str = "30/minute"
+    SESSION_COOKIE_SECURE: bool = False
+    SESSION_COOKIE_SAMESITE: str = "Lax"
 
     def flask_config(self) -> dict:
         config = self.model_dump()

@@ -1,19 +1,19 @@
 """The staff portal (server-rendered, htmx) and the public trial-verification page."""
 from __future__ import annotations
 
-from flask import Blueprint, redirect, url_for
+from flask import Blueprint
 
-from core.extensions import db, login_manager
-from core.models import User
+from portal.rendering import register_template_helpers
+from portal.security import configure_app
 
 bp = Blueprint("portal", __name__)
 
 
-@login_manager.user_loader
-def load_user(user_id: str):
-    return db.session.get(User, user_id)
+@bp.record_once
+def _configure(state) -> None:
+    configure_app(state.app)
+    register_template_helpers(state.app)
 
 
-@bp.get("/")
-def index():
-    return redirect(url_for("health.healthz"))
+# Views register themselves on `bp`.
+from portal import applicants, audit_log, auth, cycles, dashboard, keys, users  # noqa: E402,F401

@@ -1,21 +1,42 @@
-"""HTML error pages for everything outside `/api/v1`."""
+"""HTML error pages for everything outside `/api/v1` (a small alert fragment for htmx requests)."""
 from __future__ import annotations
 
-from flask import current_app, g, render_template
+from flask import current_app, g
+from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException, InternalServerError
 
 from core.errors import KaribuError
+from portal.rendering import render_page
+
+TITLES = {
+    400: "That request could not be used",
+    401: "Sign-in needed",
+    403: "Not allowed",
+    404: "Not found",
+    405: "Not allowed here",
+    409: "Conflict",
+    413: "Too large",
+    429: "Too many attempts",
+    503: "Temporarily unavailable",
+}
 
 
 def html_error(exc: Exception):
+    fields = []
     if isinstance(exc, KaribuError):
         status, message = exc.status, exc.message
+        fields = exc.extra.get("fields") or []
+    elif isinstance(exc, HTTPException) and exc.response is not None:
+        return exc.response  # a view already built the answer (e.g. the throttled sign-in page)
     elif isinstance(exc, HTTPException):
         status, message = exc.code or 500, exc.description
+        if isinstance(exc, CSRFError):
+            message = "Your form expired or came from another site. Reload the page and try again."
     else:
         current_app.logger.exception("Unhandled error in request %s", g.get("request_id", "-"))
         status, message = 500, InternalServerError.description
-    if status >= 500:
-        message = "Something went wrong on our side. Please try again; if it keeps happening, quote the request id."
-    return render_template("errors/error.html", status=status, message=message,
-                           request_id=g.get("request_id", "")), status
+    if status >= 500 and status != 503:
+        message = "Something went wrong on our side. Please try again; if it keeps happening, quote the reference."
+    title = TITLES.get(status, "Something went wrong")
+    return render_page("errors/error.html", "errors/partial.html", status=status, title=title,
+                       message=message, fields=fields, request_id=g.get("request_id", ""))

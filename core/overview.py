@@ -1,0 +1,154 @@
+"""Aggregates for the staff portal: the dashboard of a cycle and the cycle list with counts."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime
+
+from sqlalchemy import case, func, select
+
+from core.extensions import db
+from core.models import Application, Cycle, Program, Stage, cycle_programs, utcnow
+from core.models.admissions import DECISIONS
+from core.scoping import InstitutionScope
+
+
+@dataclass(frozen=True)
+class Count:
+    key: str
+    label: str
+    count: int
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    cycle: Cycle | None
+    total: int
+    paid: int
+    enrolled: int
+    by_stage: list[Count]
+    by_decision: list[Count]
+    per_day: dict[date, int]
+    first_day: date | None
+    last_day: date | None
+
+    @property
+    def paid_share(self) -> float:
+        return self.paid / self.total if self.total else 0.0
+
+    @property
+    def enrolled_share(self) -> float:
+        return self.enrolled / self.total if self.total else 0.0
+
+
+@dataclass(frozen=True)
+class CycleSummary:
+    cycle: Cycle
+    status: str
+    applications: int
+    paid: int
+    enrolled: int
+    programs: list[tuple[Program, int]]
+
+
+def cycle_status(cycle: Cycle, now: datetime) -> str:
+    if now < cycle.opens_at:
+        return "upcoming"
+    return "open" if now < cycle.closes_at else "closed"
+
+
+def cycles(scope: InstitutionScope) -> list[Cycle]:
+    """The institution's cycles, newest opening first."""
+    return list(db.session.scalars(scope.select(Cycle).order_by(Cycle.opens_at.desc(), Cycle.id)))
+
+
+def current_cycle(scope: InstitutionScope) -> Cycle | None:
+    """The open cycle that opened last; else the latest one that has opened; else the next to open."""
+    now = utcnow()
+    every = cycles(scope)
+    for cycle in every:
+        if cycle_status(cycle, now) == "open":
+            return cycle
+    opened = [cycle for cycle in every if cycle.opens_at <= now]
+    if opened:
+        return opened[0]
+    return every[-1] if every else None
+
+
+def programs(scope: InstitutionScope) -> list[Program]:
+    return list(db.session.scalars(scope.select(Program).order_by(Program.name)))
+
+
+def stages(institution_id: str) -> list[Stage]:
+    return list(db.session.scalars(
+        select(Stage).where(Stage.institution_id == institution_id).order_by(Stage.position)))
+
+
+def _grouped(scope: InstitutionScope, column, cycle_id: str) -> dict[str, int]:
+    statement = (scope.select(Application, column, func.count())
+                 .where(Application.cycle_id == cycle_id).group_by(column))
+    return {key: count for key, count in db.session.execute(statement)}
+
+
+def dashboard(scope: InstitutionScope, cycle: Cycle | None) -> Dashboard:
+    """Counts per stage and decision, paid and enrolled totals and applications per day of one cycle."""
+    if cycle is None:
+        return Dashboard(None, 0, 0, 0, [], [], {}, None, None)
+    totals = db.session.execute(
+        scope.select(Application, func.count(),
+                     func.coalesce(func.sum(case((Application.paid.is_(True), 1), else_=0)), 0),
+                     func.coalesce(func.sum(case((Application.enrolled.is_(True), 1), else_=0)), 0))
+        .where(Application.cycle_id == cycle.id)).one()
+    stage_counts = _grouped(scope, Application.stage, cycle.id)
+    pipeline = stages(scope.institution_id)
+    by_stage = [Count(stage.key, stage.name, stage_counts.pop(stage.key, 0)) for stage in pipeline]
+    by_stage += [Count(key, key, count) for key, count in sorted(stage_counts.items())]
+    decision_counts = _grouped(scope, Application.decision, cycle.id)
+    by_decision = [Count(value, value.capitalize(), decision_counts.get(value, 0)) for value in DECISIONS]
+
+    day = func.date(Application.submitted_at)
+    per_day = {}
+    for value, count in db.session.execute(
+            scope.select(Application, day, func.count()).where(Application.cycle_id == cycle.id).group_by(day)):
+        per_day[value if isinstance(value, date) else date.fromisoformat(str(value))] = count
+    now = utcnow()
+    first_day = cycle.opens_at.date()
+    last_day = min(cycle.closes_at, max(now, cycle.opens_at)).date()
+    if per_day:
+        first_day = min(first_day, min(per_day))
+        last_day = max(last_day, max(per_day))
+    return Dashboard(cycle, totals[0], int(totals[1]), int(totals[2]), by_stage, by_decision, per_day,
+                     first_day, last_day)
+
+
+def cycle_summaries(scope: InstitutionScope) -> list[CycleSummary]:
+    """Every cycle with its application, paid and enrolled counts and its programs' application counts."""
+    now = utcnow()
+    every = cycles(scope)
+    totals = {
+        cycle_id: (count, int(paid), int(enrolled))
+        for cycle_id, count, paid, enrolled in db.session.execute(
+            scope.select(Application, Application.cycle_id, func.count(),
+                         func.coalesce(func.sum(case((Application.paid.is_(True), 1), else_=0)), 0),
+                         func.coalesce(func.sum(case((Application.enrolled.is_(True), 1), else_=0)), 0))
+            .group_by(Application.cycle_id))
+    }
+    per_program = {
+        (cycle_id, program_id): count
+        for cycle_id, program_id, count in db.session.execute(
+            scope.select(Application, Application.cycle_id, Application.program_id, func.count())
+            .group_by(Application.cycle_id, Application.program_id))
+    }
+    offered = {}
+    for cycle_id, program in db.session.execute(
+            select(cycle_programs.c.cycle_id, Program)
+            .join(Program, Program.id == cycle_programs.c.program_id)
+            .where(Program.institution_id == scope.institution_id).order_by(Program.name)):
+        offered.setdefault(cycle_id, []).append(program)
+    summaries = []
+    for cycle in every:
+        count, paid, enrolled = totals.get(cycle.id, (0, 0, 0))
+        summaries.append(CycleSummary(
+            cycle=cycle, status=cycle_status(cycle, now), applications=count, paid=paid, enrolled=enrolled,
+            programs=[(program, per_program.get((cycle.id, program.id), 0)) for program in offered.get(cycle.id, [])],
+        ))
+    return summaries

@@ -1,0 +1,86 @@
+"""Staff accounts of an institution: sign-in check, listing, role changes and deactivation."""
+from __future__ import annotations
+
+from sqlalchemy import func, select
+
+from core.errors import Conflict, InvalidInput, NotFound
+from core.extensions import db
+from core.models import Institution, User, utcnow
+from core.models.identity import ROLE_ADMIN, ROLES
+from core.passwords import hash_password, verify_password
+
+# Verified against when the email is unknown, so a wrong email costs as much time as a wrong password.
+_DUMMY_HASH = hash_password("karibu-timing-equaliser")
+
+
+def check_credentials(email: str, password: str) -> User | None:
+    """The active user of an active institution with these credentials, else None (no reason given)."""
+    user = db.session.scalars(select(User).where(User.email == email.strip().lower())).one_or_none()
+    if user is None:
+        verify_password(_DUMMY_HASH, password)
+        return None
+    if not verify_password(user.password_hash, password) or not user.active:
+        return None
+    institution = db.session.get(Institution, user.institution_id)
+    if institution is None or not institution.is_active:
+        return None
+    user.last_login_at = utcnow()
+    db.session.commit()
+    return user
+
+
+def load_active_user(user_id: str) -> User | None:
+    """The session's user, or None once the account or its institution was switched off."""
+    user = db.session.get(User, user_id)
+    if user is None or not user.active:
+        return None
+    institution = db.session.get(Institution, user.institution_id)
+    return user if institution is not None and institution.is_active else None
+
+
+def list_users(institution_id: str) -> list[User]:
+    return list(db.session.scalars(
+        select(User).where(User.institution_id == institution_id).order_by(User.active.desc(), User.email)))
+
+
+def _require_user(institution_id: str, user_id: str) -> User:
+    user = db.session.get(User, user_id)
+    if user is None or user.institution_id != institution_id:
+        raise NotFound("User not found")
+    return user
+
+
+def _other_active_admins(institution_id: str, user_id: str) -> int:
+    return db.session.scalar(select(func.count()).select_from(User).where(
+        User.institution_id == institution_id, User.role == ROLE_ADMIN, User.active.is_(True), User.id != user_id))
+
+
+def set_role(institution_id: str, user_id: str, role: str) -> User:
+    """Change a user's role; the institution always keeps at least one active admin."""
+    if role not in ROLES:
+        raise InvalidInput(f"role must be one of: {', '.join(ROLES)}", field="role")
+    user = _require_user(institution_id, user_id)
+    if user.role == ROLE_ADMIN and role != ROLE_ADMIN and user.active and not _other_active_admins(
+            institution_id, user_id):
+        raise Conflict("The institution needs at least one active admin", field="role")
+    user.role = role
+    db.session.commit()
+    return user
+
+
+def set_active(institution_id: str, user_id: str, active: bool) -> User:
+    """Deactivate (the user is signed out at their next request) or reactivate an account."""
+    user = _require_user(institution_id, user_id)
+    if not active and user.role == ROLE_ADMIN and user.active and not _other_active_admins(
+            institution_id, user_id):
+        raise Conflict("The institution needs at least one active admin", field="active")
+    user.active = active
+    db.session.commit()
+    return user
+
+
+def institution_name(institution_id: str) -> str:
+    institution = db.session.get(Institution, institution_id)
+    if institution is None:
+        raise NotFound("Institution not found")
+    return institution.name

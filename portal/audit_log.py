@@ -1,0 +1,25 @@
+"""The institution's own audit log: API requests and portal actions, newest first, filterable."""
+from __future__ import annotations
+
+from flask import request, url_for
+from flask_login import current_user
+
+from core.audit_log import OUTCOMES, SOURCES, audit_page, parse_audit_filters
+from portal import bp
+from portal.rendering import is_partial_request, render_page
+from portal.security import staff_required
+
+FILTER_NAMES = ("source", "actor", "outcome", "since", "until")
+
+
+@bp.get("/audit")
+@staff_required
+def audit_log():
+    filters = parse_audit_filters(request.args)
+    page = audit_page(current_user.institution_id, filters)
+    shown = {name: request.args[name].strip() for name in FILTER_NAMES if (request.args.get(name) or "").strip()}
+    context = dict(page=page, shown=shown, sources=SOURCES, outcomes=OUTCOMES)
+    if is_partial_request() and filters.before_id is not None:
+        return render_page("audit/partial/rows.html", **context)
+    headers = {"HX-Push-Url": url_for("portal.audit_log", **shown)} if is_partial_request() else {}
+    return render_page("audit/index.html", "audit/partial/results.html", headers=headers, **context)

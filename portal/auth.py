@@ -1,0 +1,69 @@
+"""Sign-in and sign-out. Failed attempts are throttled per address and email, and per address."""
+from __future__ import annotations
+
+import hashlib
+
+from flask import current_app, redirect, request, url_for
+from flask_login import current_user, login_user, logout_user
+
+from core.extensions import limiter
+from core.staff import check_credentials
+from portal import bp
+from portal.forms import LoginForm
+from portal.rendering import render_page
+from portal.security import audit, safe_next, staff_required
+
+
+def _address_and_email() -> str:
+    email = (request.form.get("email") or "").strip().lower()
+    return "login:" + (request.remote_addr or "unknown") + ":" + hashlib.sha256(email.encode()).hexdigest()[:16]
+
+
+def _address() -> str:
+    return "login-addr:" + (request.remote_addr or "unknown")
+
+
+def _failed(response) -> bool:
+    return response.status_code == 401
+
+
+def _throttled(_limit):
+    audit("login.throttled", (request.form.get("email") or "")[:100], status=429)
+    form = LoginForm()
+    form.form_errors.append("Too many failed sign-in attempts. Wait a few minutes, then try again.")
+    return render_page("auth/login.html", form=form, next_url=safe_next(request.args.get("next")), status=429,
+                       headers={"Retry-After": "60"})
+
+
+_throttle_options = dict(methods=["POST"], deduct_when=_failed, on_breach=_throttled)
+
+
+@bp.route("/login", methods=["GET", "POST"])
+@limiter.limit(lambda: current_app.config["PORTAL_LOGIN_RATE_LIMIT"], key_func=_address_and_email,
+               **_throttle_options)
+@limiter.limit(lambda: current_app.config["PORTAL_LOGIN_ADDRESS_RATE_LIMIT"], key_func=_address,
+               **_throttle_options)
+def login():
+    next_url = safe_next(request.args.get("next"))
+    if current_user.is_authenticated:
+        return redirect(next_url or url_for("portal.dashboard"))
+    form = LoginForm()
+    if not form.validate_on_submit():
+        return render_page("auth/login.html", form=form, next_url=next_url,
+                           status=422 if request.method == "POST" else 200)
+    user = check_credentials(form.email.data, form.password.data)
+    if user is None:
+        audit("login.failed", form.email.data.strip().lower()[:100], status=401)
+        form.form_errors.append("That email and password do not match an active account.")
+        return render_page("auth/login.html", form=form, next_url=next_url, status=401)
+    login_user(user)
+    audit("login", user.id, user=user)
+    return redirect(next_url or url_for("portal.dashboard"))
+
+
+@bp.post("/logout")
+@staff_required
+def logout():
+    audit("logout", current_user.id)
+    logout_user()
+    return redirect(url_for("portal.login"))

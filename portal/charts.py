@@ -1,0 +1,132 @@
+"""Geometry for the server-rendered SVG chart of applications per day.
+
+The template draws what this module measures, so the chart needs no JavaScript and no inline style.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+WIDTH = 720
+HEIGHT = 260
+MARGIN_LEFT = 44
+MARGIN_RIGHT = 12
+MARGIN_TOP = 16
+MARGIN_BOTTOM = 36
+MAX_X_LABELS = 8
+
+
+@dataclass(frozen=True)
+class Bar:
+    day: date
+    count: int
+    x: float
+    y: float
+    width: float
+    height: float
+
+
+@dataclass(frozen=True)
+class Tick:
+    value: int
+    y: float
+
+
+@dataclass(frozen=True)
+class XLabel:
+    text: str
+    x: float
+
+
+@dataclass(frozen=True)
+class DailyChart:
+    width: int
+    height: int
+    plot_left: float
+    plot_right: float
+    plot_top: float
+    plot_bottom: float
+    bars: list[Bar]
+    ticks: list[Tick]
+    x_labels: list[XLabel]
+    total: int
+    busiest: Bar | None
+
+    @property
+    def is_empty(self) -> bool:
+        return self.total == 0
+
+
+def nice_step(maximum: int, max_ticks: int = 5) -> int:
+    """Smallest step of the form 1, 2 or 5 times a power of ten giving at most max_ticks steps."""
+    if maximum <= 0:
+        return 1
+    raw = maximum / max_ticks
+    magnitude = 10 ** math.floor(math.log10(raw)) if raw >= 1 else 1
+    for multiplier in (1, 2, 5, 10):
+        step = multiplier * magnitude
+        if step >= raw:
+            return max(1, int(step))
+    return max(1, int(10 * magnitude))
+
+
+def fill_days(counts: dict[date, int], first: date, last: date) -> list[tuple[date, int]]:
+    """Every day from first to last inclusive, zero where nothing was counted."""
+    days = (last - first).days + 1
+    return [(first + timedelta(days=offset), counts.get(first + timedelta(days=offset), 0)) for offset in range(max(0, days))]
+
+
+def daily_chart(series: list[tuple[date, int]]) -> DailyChart:
+    """Lay out one bar per day; series must be in day order with every day present."""
+    plot_left = MARGIN_LEFT
+    plot_right = WIDTH - MARGIN_RIGHT
+    plot_top = MARGIN_TOP
+    plot_bottom = HEIGHT - MARGIN_BOTTOM
+    plot_height = plot_bottom - plot_top
+
+    peak = max((count for _, count in series), default=0)
+    step = nice_step(peak)
+    top_value = max(step, math.ceil(peak / step) * step)
+    ticks = [
+        Tick(value=value, y=plot_bottom - plot_height * value / top_value)
+        for value in range(0, top_value + 1, step)
+    ]
+
+    slot = (plot_right - plot_left) / max(1, len(series))
+    gap = min(2.0, slot * 0.2)
+    bars = []
+    for index, (day, count) in enumerate(series):
+        height = plot_height * count / top_value
+        bars.append(
+            Bar(
+                day=day,
+                count=count,
+                x=round(plot_left + index * slot + gap / 2, 2),
+                y=round(plot_bottom - height, 2),
+                width=round(max(0.5, slot - gap), 2),
+                height=round(height, 2),
+            )
+        )
+
+    every = max(1, math.ceil(len(series) / MAX_X_LABELS))
+    x_labels = [
+        XLabel(text=bar.day.strftime("%d %b"), x=round(bar.x + bar.width / 2, 2))
+        for index, bar in enumerate(bars)
+        if index % every == 0
+    ]
+    busiest = max(bars, key=lambda bar: bar.count) if bars and peak > 0 else None
+    return DailyChart(
+        width=WIDTH,
+        height=HEIGHT,
+        plot_left=plot_left,
+        plot_right=plot_right,
+        plot_top=plot_top,
+        plot_bottom=plot_bottom,
+        bars=bars,
+        ticks=ticks,
+        x_labels=x_labels,
+        total=sum(count for _, count in series),
+        busiest=busiest,
+    )

@@ -1,0 +1,15 @@
+"""Cycles and their programs, with application counts."""
+from __future__ import annotations
+
+from flask import g
+
+from core.overview import cycle_summaries
+from portal import bp
+from portal.rendering import render_page
+from portal.security import staff_required
+
+
+@bp.get("/cycles")
+@staff_required
+def cycles():
+    return render_page("cycles/index.html", summaries=cycle_summaries(g.scope))

@@ -1,0 +1,28 @@
+"""The dashboard: counts per stage and decision, paid and enrolled shares, applications per day."""
+from __future__ import annotations
+
+from flask import g, redirect, request, url_for
+
+from core.models import Cycle
+from core.overview import current_cycle, cycles, dashboard as dashboard_figures
+from portal import bp
+from portal.charts import daily_chart, fill_days
+from portal.rendering import render_page
+from portal.security import staff_required
+
+
+@bp.get("/")
+def index():
+    return redirect(url_for("portal.dashboard"))
+
+
+@bp.get("/dashboard")
+@staff_required
+def dashboard():
+    every_cycle = cycles(g.scope)
+    chosen = request.args.get("cycle")
+    cycle = g.scope.require(Cycle, chosen, what="Cycle") if chosen else current_cycle(g.scope)
+    figures = dashboard_figures(g.scope, cycle)
+    chart = daily_chart(fill_days(figures.per_day, figures.first_day, figures.last_day)) if cycle else None
+    return render_page("dashboard/index.html", "dashboard/partial/figures.html", figures=figures, chart=chart,
+                       cycle=cycle, cycles=every_cycle)

@@ -1,0 +1,135 @@
+/* Karibu portal helpers. Loaded as a file (the CSP allows no inline script); htmx runs with allowEval off. */
+(function () {
+  "use strict";
+
+  function csrfToken() {
+    var meta = document.querySelector('meta[name="csrf-token"]');
+    return meta ? meta.getAttribute("content") : "";
+  }
+
+  /* Every htmx request carries the CSRF token in a header, whatever its verb. */
+  document.addEventListener("htmx:configRequest", function (event) {
+    var token = csrfToken();
+    if (token) {
+      event.detail.headers["X-CSRFToken"] = token;
+    }
+  });
+
+  /* Copy buttons: <button data-copy="element-id">. */
+  function copyText(text) {
+    if (navigator.clipboard && window.isSecureContext) {
+      return navigator.clipboard.writeText(text);
+    }
+    return new Promise(function (resolve, reject) {
+      var area = document.createElement("textarea");
+      area.value = text;
+      area.setAttribute("readonly", "");
+      area.className = "visually-hidden";
+      document.body.appendChild(area);
+      area.select();
+      var copied = document.execCommand("copy");
+      document.body.removeChild(area);
+      if (copied) { resolve(); } else { reject(new Error("copy refused")); }
+    });
+  }
+
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest("[data-copy]");
+    if (!button) { return; }
+    var source = document.getElementById(button.getAttribute("data-copy"));
+    if (!source) { return; }
+    var label = button.getAttribute("data-label") || button.textContent;
+    button.setAttribute("data-label", label);
+    copyText(source.textContent.trim()).then(function () {
+      button.textContent = "Copied";
+    }, function () {
+      button.textContent = "Select and copy by hand";
+    }).then(function () {
+      window.setTimeout(function () { button.textContent = label; }, 2000);
+    });
+  });
+
+  /* Row selection for bulk changes: checkboxes named "ids" belong to the form given by their form= attribute. */
+  function selectionFor(formId) {
+    return Array.prototype.slice.call(
+      document.querySelectorAll('input[type="checkbox"][name="ids"][form="' + formId + '"]')
+    );
+  }
+
+  function refreshSelection(formId) {
+    var boxes = selectionFor(formId);
+    var chosen = boxes.filter(function (box) { return box.checked; }).length;
+    var counter = document.querySelector('[data-selected-count="' + formId + '"]');
+    if (counter) {
+      counter.textContent = chosen === 1 ? "1 selected" : chosen + " selected";
+    }
+    var all = document.querySelector('[data-select-all="' + formId + '"]');
+    if (all) {
+      all.checked = boxes.length > 0 && chosen === boxes.length;
+      all.indeterminate = chosen > 0 && chosen < boxes.length;
+    }
+    var form = document.getElementById(formId);
+    if (form) {
+      form.querySelectorAll("[data-needs-selection]").forEach(function (control) {
+        control.disabled = chosen === 0;
+      });
+    }
+  }
+
+  document.addEventListener("change", function (event) {
+    var target = event.target;
+    var allFor = target.getAttribute && target.getAttribute("data-select-all");
+    if (allFor) {
+      selectionFor(allFor).forEach(function (box) { box.checked = target.checked; });
+      refreshSelection(allFor);
+      return;
+    }
+    if (target.name === "ids" && target.getAttribute("form")) {
+      refreshSelection(target.getAttribute("form"));
+    }
+  });
+
+  function refreshAllSelections() {
+    document.querySelectorAll("[data-select-all]").forEach(function (all) {
+      refreshSelection(all.getAttribute("data-select-all"));
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", refreshAllSelections);
+  document.addEventListener("htmx:afterSettle", refreshAllSelections);
+
+  /* Forms marked data-reset-on-success are emptied after a 2xx answer (422 and 400 are swapped too, as errors). */
+  document.addEventListener("htmx:afterRequest", function (event) {
+    var form = event.detail.elt;
+    if (form.matches && form.matches("form[data-reset-on-success]") && event.detail.xhr.status < 300) {
+      form.reset();
+    }
+  });
+
+  /* Request failures that the page has no place for are announced in a live region. */
+  function toast(message) {
+    var region = document.getElementById("toasts");
+    if (!region) { return; }
+    var item = document.createElement("div");
+    item.className = "toast";
+    item.setAttribute("role", "status");
+    item.textContent = message;
+    region.appendChild(item);
+    window.setTimeout(function () { item.remove(); }, 6000);
+  }
+
+  document.addEventListener("htmx:responseError", function (event) {
+    var xhr = event.detail.xhr;
+    var reasons = {
+      400: "The request was refused: check the form and try again.",
+      403: "You do not have permission for this action.",
+      404: "That item no longer exists.",
+      429: "Too many attempts. Wait a moment and try again."
+    };
+    toast(reasons[xhr.status] || "Something went wrong (" + xhr.status + "). Try again.");
+  });
+
+  document.addEventListener("htmx:sendError", function () {
+    toast("The server could not be reached. Check your connection and try again.");
+  });
+})();

@@ -1,0 +1,54 @@
+from datetime import date
+
+import pytest
+
+from portal.charts import daily_chart, fill_days, nice_step
+
+
+@pytest.mark.parametrize(
+    ("maximum", "step"),
+    [(0, 1), (1, 1), (4, 1), (5, 1), (6, 2), (10, 2), (11, 5), (24, 5), (26, 10), (99, 20), (480, 100), (1234, 500)],
+)
+def test_nice_step_gives_at_most_five_steps_of_1_2_5(maximum, step):
+    assert nice_step(maximum) == step
+    assert maximum <= 5 * step
+
+
+def test_fill_days_adds_missing_days_as_zero():
+    counts = {date(2026, 3, 2): 4, date(2026, 3, 4): 1}
+    assert fill_days(counts, date(2026, 3, 1), date(2026, 3, 4)) == [
+        (date(2026, 3, 1), 0),
+        (date(2026, 3, 2), 4),
+        (date(2026, 3, 3), 0),
+        (date(2026, 3, 4), 1),
+    ]
+
+
+def test_bars_scale_to_the_top_tick_and_sit_on_the_axis():
+    series = fill_days({date(2026, 3, 1): 3, date(2026, 3, 3): 7}, date(2026, 3, 1), date(2026, 3, 3))
+    chart = daily_chart(series)
+
+    assert [tick.value for tick in chart.ticks] == [0, 2, 4, 6, 8]
+    assert chart.total == 10
+    assert chart.busiest.count == 7 and chart.busiest.day == date(2026, 3, 3)
+    plot_height = chart.plot_bottom - chart.plot_top
+    for bar in chart.bars:
+        assert bar.y + bar.height == pytest.approx(chart.plot_bottom)
+        assert bar.height == pytest.approx(plot_height * bar.count / 8, abs=0.01)
+    assert chart.bars[1].height == 0
+    assert chart.bars[0].x < chart.bars[1].x < chart.bars[2].x
+    assert chart.bars[-1].x + chart.bars[-1].width <= chart.plot_right
+
+
+def test_long_cycles_get_sparse_date_labels():
+    series = [(date(2026, 1, 1).fromordinal(date(2026, 1, 1).toordinal() + i), 1) for i in range(90)]
+    chart = daily_chart(series)
+    assert 1 < len(chart.x_labels) <= 8
+    assert chart.x_labels[0].text == "01 Jan"
+
+
+def test_empty_series_is_an_empty_chart():
+    chart = daily_chart(fill_days({}, date(2026, 3, 1), date(2026, 3, 7)))
+    assert chart.is_empty
+    assert chart.busiest is None
+    assert len(chart.bars) == 7
