@@ -73,10 +73,12 @@ def applicants():
     filters = Filters.from_args(request.args)
     cursor = request.args.get("cursor") or None
     page, records = _page(filters, cursor)
-    context = dict(filters=filters, page=page, records=records, cursor=cursor)
+    pipeline = stages(g.scope.institution_id)
+    context = dict(filters=filters, page=page, records=records, cursor=cursor,
+                   stage_names={stage.key: stage.name for stage in pipeline})
     if is_partial_request() and cursor:
         return render_page("applicants/partial/rows.html", **context)
-    choices = Choices(cycles=cycles(g.scope), programs=programs(g.scope), stages=stages(g.scope.institution_id))
+    choices = Choices(cycles=cycles(g.scope), programs=programs(g.scope), stages=pipeline)
     # The address bar shows only the filters in use, so a copied link is short and shareable.
     headers = {"HX-Push-Url": url_for("portal.applicants", **filters.as_args())} if is_partial_request() else {}
     return render_page("applicants/index.html", "applicants/partial/results.html", choices=choices,
@@ -88,7 +90,9 @@ def applicants():
 def applicant_detail(application_id: str):
     file = applicant_file(g.scope, application_id)
     audit("applicant.view", application_id)
-    return render_page("applicants/detail.html", file=file, record=file.record, event_labels=EVENT_LABELS)
+    stage_names = {stage.key: stage.name for stage in stages(g.scope.institution_id)}
+    return render_page("applicants/detail.html", file=file, record=file.record, event_labels=EVENT_LABELS,
+                       stage_names=stage_names)
 
 
 @bp.get("/applicants/<application_id>/documents/<document_id>")
