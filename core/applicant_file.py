@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.applicant_checks import checks_for
 from core.extensions import db
-from core.models import Applicant, Application, Decision, Document, Event, Payment
+from core.models import Applicant, ApplicantCheck, Application, Decision, Document, Event, Payment
 from core.records import application_record, application_select
 from core.scoping import InstitutionScope
 from core.errors import NotFound
@@ -18,6 +19,7 @@ class ApplicantFile:
     payments: list[Payment]
     decisions: list[Decision]
     documents: list[Document]
+    checks: list[ApplicantCheck]
     events: list[Event]
 
 
@@ -41,6 +43,7 @@ def applicant_file(scope: InstitutionScope, application_id: str) -> ApplicantFil
         payments=owned(Payment, (Payment.created_at, Payment.id)),
         decisions=owned(Decision, (Decision.created_at, Decision.id)),
         documents=owned(Document, (Document.kind, Document.filename)),
+        checks=checks_for(scope, application_id),
         events=events,
     )
 

@@ -13,3 +13,4 @@ from core.models.identity import ApiKey, Institution, User  # noqa: F401
 # --- verification ---
 # --- webhooks ---
 # --- portal ---
+from core.models.checks import ApplicantCheck  # noqa: F401
