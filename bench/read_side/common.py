@@ -19,6 +19,8 @@ from pathlib import Path
 import requests
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+if str(PROJECT_ROOT) not in sys.path:
+    sys.path.insert(0, str(PROJECT_ROOT))
 DEFAULT_DATABASE_URL = "postgresql+psycopg://root@127.0.0.1:5432/karibu_bench"
 BENCH_SECRET_KEY = "read-side-bench-secret"
 

@@ -97,6 +97,8 @@ def test_stream_is_lazy_and_chunked(monkeypatch):
     assert parsed[50] == ["app_49", "A", "B", "false", "49"]
 
 
-def test_lines_end_with_crlf():
-    text = render_csv([record()], COLUMNS)
-    assert text.count("\r\n") == 2
+def test_lines_end_with_lf_and_embedded_line_breaks_are_quoted():
+    text = render_csv([record(last_name="a\rb"), record(last_name="c\r\nd")], COLUMNS)
+    assert text.count("\n") == 4
+    assert '"a\rb"' in text and '"c\r\nd"' in text
+    assert [row[2] for row in parse(text)[1:]] == ["a\rb", "c\r\nd"]
