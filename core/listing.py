@@ -1,10 +1,10 @@
 """Filtered, keyset-paginated listings (applications, search, cycles) with signed cursors bound to the query.
 
 A cursor carries the position of the last row of its page (`submitted_at`, `id` for applications;
-`opens_at`, `id` for cycles) and a fingerprint of the query that produced it: the listing kind, `limit` and
-every filter in canonical form (`format` excluded, so a JSON walk may continue as CSV). It is signed with
-SECRET_KEY: a tampered cursor is "invalid cursor", one reused with another query is "cursor does not match
-this query". Pages are found by keyset (`WHERE (submitted_at, id) > cursor ORDER BY submitted_at, id`),
+`opens_at`, `id` for cycles), the institution it was issued to and a fingerprint of the query that produced
+it: the listing kind, `limit` and every filter in canonical form (`format` excluded, so a JSON walk may
+continue as CSV). It is signed with SECRET_KEY: a tampered cursor is "invalid cursor", one reused with
+another query or by another institution is "cursor does not match this query". Pages are found by keyset (`WHERE (submitted_at, id) > cursor ORDER BY submitted_at, id`),
 never by OFFSET, so page N costs what page 1 costs.
 """
 from __future__ import annotations
@@ -52,19 +52,27 @@ def bad_parameter(parameter: str, message: str) -> InvalidInput:
 
 
 @dataclass(frozen=True)
+class Position:
+    """Where the previous page ended, and for which institution the cursor was issued."""
+    institution_id: str
+    sort_value: datetime
+    id: str
+
+
+@dataclass(frozen=True)
 class ApplicationQuery:
     kind: str
     limit: int
     filters: dict[str, Any] = field(default_factory=dict)
     fingerprint: str = ""
-    after: tuple[datetime, str] | None = None
+    after: Position | None = None
 
 
 @dataclass(frozen=True)
 class CycleQuery:
     limit: int
     fingerprint: str
-    after: tuple[datetime, str] | None = None
+    after: Position | None = None
 
 
 @dataclass(frozen=True)
@@ -102,15 +110,27 @@ def decode_cursor(token: str, fingerprint: str) -> list:
     return payload[1:]
 
 
-def _open_cursor(args: Mapping[str, str], fingerprint: str) -> tuple[datetime, str] | None:
+def _open_cursor(args: Mapping[str, str], fingerprint: str) -> Position | None:
     token = args.get("cursor")
     if not token:
         return None
     position = decode_cursor(token, fingerprint)
     try:
-        return datetime.fromisoformat(position[0]), str(position[1])
-    except (TypeError, ValueError, IndexError):
+        institution_id, sort_value, row_id = position
+        return Position(str(institution_id), datetime.fromisoformat(sort_value), str(row_id))
+    except (TypeError, ValueError):
         raise bad_parameter("cursor", "invalid cursor") from None
+
+
+def _next_cursor(scope: InstitutionScope, fingerprint: str, sort_value: datetime, row_id: str) -> str:
+    return encode_cursor(fingerprint, [scope.institution_id, sort_value.isoformat(), row_id])
+
+
+def _keyset_after(scope: InstitutionScope, position: Position, sort_column, id_column):
+    """`(sort, id) > position`; a cursor issued to another institution does not match this query."""
+    if not hmac.compare_digest(position.institution_id, scope.institution_id):
+        raise bad_parameter("cursor", "cursor does not match this query")
+    return tuple_(sort_column, id_column) > tuple_(position.sort_value, position.id)
 
 
 def text_parameter(args: Mapping[str, str], name: str) -> str | None:
@@ -285,7 +305,8 @@ def fetch_application_page(scope: InstitutionScope, query: ApplicationQuery) -> 
     """One page in (`submitted_at`, `id`) order, by keyset: page N costs what page 1 costs."""
     statement = filtered_applications(scope, query.filters)
     if query.after is not None:
-        statement = statement.where(tuple_(Application.submitted_at, Application.id) > tuple_(*query.after))
+        statement = statement.where(
+            _keyset_after(scope, query.after, Application.submitted_at, Application.id))
     statement = statement.order_by(Application.submitted_at, Application.id).limit(query.limit + 1)
     rows = list(db.session.execute(statement))
     has_next = len(rows) > query.limit
@@ -293,7 +314,7 @@ def fetch_application_page(scope: InstitutionScope, query: ApplicationQuery) -> 
     cursor = None
     if has_next:
         last = rows[-1]
-        cursor = encode_cursor(query.fingerprint, [last.submitted_at.isoformat(), last.id])
+        cursor = _next_cursor(scope, query.fingerprint, last.submitted_at, last.id)
     return Page(rows=rows, has_next=has_next, cursor=cursor)
 
 
@@ -307,7 +328,7 @@ def fetch_cycle_page(scope: InstitutionScope, query: CycleQuery) -> Page:
     """One page of cycles (programs loaded) in (`opens_at`, `id`) order, by keyset."""
     statement = scope.select(Cycle).options(selectinload(Cycle.programs))
     if query.after is not None:
-        statement = statement.where(tuple_(Cycle.opens_at, Cycle.id) > tuple_(*query.after))
+        statement = statement.where(_keyset_after(scope, query.after, Cycle.opens_at, Cycle.id))
     statement = statement.order_by(Cycle.opens_at, Cycle.id).limit(query.limit + 1)
     cycles = list(db.session.scalars(statement))
     has_next = len(cycles) > query.limit
@@ -315,5 +336,5 @@ def fetch_cycle_page(scope: InstitutionScope, query: CycleQuery) -> Page:
     cursor = None
     if has_next:
         last = cycles[-1]
-        cursor = encode_cursor(query.fingerprint, [last.opens_at.isoformat(), last.id])
+        cursor = _next_cursor(scope, query.fingerprint, last.opens_at, last.id)
     return Page(rows=cycles, has_next=has_next, cursor=cursor)

@@ -33,7 +33,7 @@ def row_at_depth(institution_id: str, depth: int):
     return row
 
 
-def mint_cursor(limit: int, submitted_at, application_id: str) -> str:
+def mint_cursor(institution_id: str, limit: int, submitted_at, application_id: str) -> str:
     """The cursor the server would hand out after the row at that position, for `?limit=<limit>`."""
     os.environ.update(server_env())
     from core.listing import encode_cursor, query_fingerprint
@@ -41,7 +41,7 @@ def mint_cursor(limit: int, submitted_at, application_id: str) -> str:
 
     with create_app().app_context():
         return encode_cursor(query_fingerprint("applications", limit, {}),
-                             [submitted_at.isoformat(), application_id])
+                             [institution_id, submitted_at.isoformat(), application_id])
 
 
 def main() -> None:
@@ -54,7 +54,7 @@ def main() -> None:
     institution_id = bench_institution_id()
     api_key = new_api_key(institution_id)
     submitted_at, application_id = row_at_depth(institution_id, args.depth)
-    deep_cursor = mint_cursor(args.limit, submitted_at, application_id)
+    deep_cursor = mint_cursor(institution_id, args.limit, submitted_at, application_id)
 
     with gunicorn_server() as server, requests.Session() as session:
         session.headers["Authorization"] = f"Bearer {api_key}"
