@@ -253,20 +253,27 @@ def _referenced_ids(scope: InstitutionScope, model, parameter: str, value: str) 
     return ids
 
 
-def _search_condition(scope: InstitutionScope, q: str):
+def _search_condition(scope: InstitutionScope, q: str, applicant_joined: bool):
     """Applicant text (name, full name, email; folded, so case and accents do not matter) or the id.
 
-    Written as `applicant_id IN (…)` so PostgreSQL can either walk the (submitted_at, id) index and probe
-    applicants, or start from the trigram index on applicants.search_text, whichever is cheaper for `q`.
-    An id-shaped `q` is a UNION of an id lookup and the text match, keeping both sides on an index.
+    With the applicant already joined (the record select) the text is matched on that row, which lets
+    PostgreSQL either walk the (institution, submitted_at, id) index probing each applicant, or start from the
+    trigram index on applicants.search_text, whichever is cheaper for `q`. Other statements get the same
+    match as `applicant_id IN (…)`. An id-shaped `q` is a UNION of an id lookup and the text match, keeping
+    both sides on an index (an OR across the two tables would scan).
     """
-    matching_applicants = scope.select(Applicant, Applicant.id).where(
-        Applicant.search_text.like(_like_pattern(fold(q)), escape="\\"))
-    text_match = Application.applicant_id.in_(matching_applicants)
+    pattern = _like_pattern(fold(q))
+    if applicant_joined:
+        text_match = Applicant.search_text.like(pattern, escape="\\")
+    else:
+        text_match = Application.applicant_id.in_(
+            scope.select(Applicant, Applicant.id).where(Applicant.search_text.like(pattern, escape="\\")))
     if not _APPLICATION_ID_SHAPE.match(q):
         return text_match
     by_id = select(Application.id).where(Application.id == q)
-    by_text = select(Application.id).where(text_match)
+    matching_applicants = scope.select(Applicant, Applicant.id).where(
+        Applicant.search_text.like(pattern, escape="\\"))
+    by_text = select(Application.id).where(Application.applicant_id.in_(matching_applicants))
     return Application.id.in_(by_id.union_all(by_text))
 
 
@@ -275,6 +282,7 @@ def filtered_applications(scope: InstitutionScope, filters: Mapping[str, Any], s
 
     Raises InvalidInput when `cycle` or `program` names nothing of this institution (a foreign id included).
     """
+    applicant_joined = statement is None
     statement = application_select(scope) if statement is None else statement
     if "cycle" in filters:
         statement = statement.where(
@@ -292,7 +300,7 @@ def filtered_applications(scope: InstitutionScope, filters: Mapping[str, Any], s
         if name in filters:
             statement = statement.where(getattr(Application, name) == filters[name])
     if "q" in filters:
-        statement = statement.where(_search_condition(scope, filters["q"]))
+        statement = statement.where(_search_condition(scope, filters["q"], applicant_joined))
     return statement
 
 

@@ -114,9 +114,9 @@ def gunicorn_server(wsgi_target: str = "wsgi:create_app()", workers: int = 1, th
             if process.poll() is not None:
                 raise SystemExit(f"gunicorn exited with {process.returncode}")
             try:
-                requests.get(f"{server.base_url}/api/v1/openapi.json", timeout=2)
+                requests.get(f"{server.base_url}/api/v1/openapi.json", timeout=10)
                 break
-            except requests.ConnectionError:
+            except requests.RequestException:
                 if time.monotonic() > deadline:
                     raise SystemExit("gunicorn did not start within 60 s")
                 time.sleep(0.2)
