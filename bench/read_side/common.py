@@ -104,7 +104,7 @@ def gunicorn_server(wsgi_target: str = "wsgi:create_app()", workers: int = 1, th
         sys.executable, "-m", "gunicorn", wsgi_target,
         "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
         "--worker-class", "gthread", "--threads", str(threads), "--timeout", "300",
-        "--log-level", "warning",
+        "--log-level", "warning", "--pythonpath", str(Path(__file__).parent),
     ]
     process = subprocess.Popen(command, cwd=PROJECT_ROOT, env=server_env())
     server = Server(base_url=f"http://127.0.0.1:{port}", process=process)
