@@ -72,6 +72,7 @@ def main() -> None:
             session.get(url, params={"q": q, "limit": args.limit}).raise_for_status()
         by_kind: dict[str, list[float]] = {}
         every: list[float] = []
+        timed: list[tuple[float, str, str]] = []
         empty = 0
         for kind, q in queries:
             started = time.perf_counter()
@@ -82,11 +83,15 @@ def main() -> None:
                 empty += 1
             every.append(elapsed)
             by_kind.setdefault(kind, []).append(elapsed)
+            timed.append((elapsed, kind, q))
 
     print(machine_note())
     print(f"search, limit={args.limit}, {len(queries)} queries ({empty} without a match): {summary_ms(every)}")
     for kind, samples in sorted(by_kind.items()):
         print(f"  {kind:<36} {summary_ms(samples)}")
+    print("slowest:")
+    for elapsed, kind, q in sorted(timed, reverse=True)[:5]:
+        print(f"  {elapsed * 1000:7.1f} ms  {kind}: {q!r}")
 
 
 if __name__ == "__main__":
