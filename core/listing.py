@@ -183,7 +183,7 @@ def _parse_filters(args: Mapping[str, str], require_q: bool) -> tuple[dict[str, 
         if name in DATE_FILTERS:
             try:
                 value = parse_utc(raw)
-            except ValueError:
+            except (ValueError, OverflowError):  # OverflowError: an offset moving year 1 or 9999 out of range
                 raise bad_parameter(
                     name, f"{name} must be an ISO-8601 date or datetime, e.g. 2026-01-31 or 2026-01-31T08:00:00Z"
                 ) from None
