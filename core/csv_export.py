@@ -135,9 +135,13 @@ def _postgres_cell(column):
     """SQL rendering one selected column as csv_cell() would, for COPY's CSV format.
 
     Text is neutralised like csv_cell() and an empty text becomes NULL (COPY would quote ``""``; NULL is
-    written as an empty cell, as the csv module writes an empty string). Timestamps follow isoformat_z().
+    written as an empty cell, as the csv module writes an empty string). Identifiers (primary and foreign
+    keys) are made by new_id() and always start with a letter, so they are written as they are. Timestamps
+    follow isoformat_z().
     """
     expression = column.element if isinstance(column, Label) else column
+    if getattr(expression, "primary_key", False) or getattr(expression, "foreign_keys", None):
+        return expression
     column_type = expression.type
     if isinstance(column_type, Boolean):
         return case((expression, "true"), else_="false")
