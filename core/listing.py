@@ -4,8 +4,9 @@ A cursor carries the position of the last row of its page (`submitted_at`, `id` 
 `opens_at`, `id` for cycles), the institution it was issued to and a fingerprint of the query that produced
 it: the listing kind, `limit` and every filter in canonical form (`format` excluded, so a JSON walk may
 continue as CSV). It is signed with SECRET_KEY: a tampered cursor is "invalid cursor", one reused with
-another query or by another institution is "cursor does not match this query". Pages are found by keyset (`WHERE (submitted_at, id) > cursor ORDER BY submitted_at, id`),
-never by OFFSET, so page N costs what page 1 costs.
+another query or by another institution is "cursor does not match this query". Pages are found by keyset
+(`WHERE (submitted_at, id) > cursor ORDER BY submitted_at, id`), never by OFFSET, so page N costs what
+page 1 costs.
 """
 from __future__ import annotations
 

@@ -40,13 +40,14 @@ def sample_queries(institution_id: str, count: int) -> list[tuple[str, str]]:
         ).fetchall()
     generator = random.Random(42)
     makers = [
-        ("last name", lambda a, f, l, e: l),
-        ("first name", lambda a, f, l, e: f),
-        ("full name", lambda a, f, l, e: f"{f} {l}"),
-        ("full name, upper case, no accents", lambda a, f, l, e: strip_accents(f"{f} {l}").upper()),
-        ("email", lambda a, f, l, e: e),
-        ("email local part prefix", lambda a, f, l, e: e.split("@")[0][:8]),
-        ("application id", lambda a, f, l, e: a),
+        ("last name", lambda app_id, first, last, email: last),
+        ("first name", lambda app_id, first, last, email: first),
+        ("full name", lambda app_id, first, last, email: f"{first} {last}"),
+        ("full name, upper case, no accents",
+         lambda app_id, first, last, email: strip_accents(f"{first} {last}").upper()),
+        ("email", lambda app_id, first, last, email: email),
+        ("email local part prefix", lambda app_id, first, last, email: email.split("@")[0][:8]),
+        ("application id", lambda app_id, first, last, email: app_id),
     ]
     queries = []
     for index in range(count):

@@ -118,7 +118,7 @@ def gunicorn_server(wsgi_target: str = "wsgi:create_app()", workers: int = 1, th
                 break
             except requests.RequestException:
                 if time.monotonic() > deadline:
-                    raise SystemExit("gunicorn did not start within 60 s")
+                    raise SystemExit("gunicorn did not start within 60 s") from None
                 time.sleep(0.2)
         yield server
     finally:

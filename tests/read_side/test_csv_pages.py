@@ -37,7 +37,7 @@ def test_csv_page_parses_back_to_the_json_records(api_get, factory, tenant):
     assert text.splitlines()[0] == ",".join(RECORD_COLUMNS)
     rows = parse_csv(response)
     assert len(rows) == 3
-    for row, record in zip(rows, json_records):
+    for row, record in zip(rows, json_records, strict=True):
         assert row["id"] == record["id"]
         assert row["personal.first_name"] == "Zoë"
         assert row["personal.last_name"] == 'O"Neil, Jr.'
