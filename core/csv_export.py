@@ -25,12 +25,13 @@ from core.records import RECORD_COLUMNS, record_values
 from core.scoping import InstitutionScope
 
 CONTENT_TYPE = "text/csv; charset=utf-8"
-FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
-_FORMULA_REGEX = "^[-=+@\t\r]"
+FORMULA_TRIGGERS = ("-", "=", "+", "@", "\t", "\r")
+# The same characters for PostgreSQL: "-" first in the bracket, where it is literal.
+_FORMULA_REGEX = "^[" + "".join(FORMULA_TRIGGERS) + "]"
 LINE_TERMINATOR = "\n"
-# Rows are gathered into chunks of about this many characters before being handed to the server, so a
-# streamed export does not pay one socket write per row.
-STREAM_CHUNK_CHARS = 64 * 1024
+# Rows are gathered into chunks of about this many characters (bytes for COPY output) before being handed
+# to the server, so a streamed export does not pay one socket write per row.
+STREAM_CHUNK_SIZE = 64 * 1024
 
 
 def csv_cell(value: Any) -> Any:
@@ -78,7 +79,7 @@ def render_csv(records: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> 
 def iter_csv(rows: Iterable[Sequence[Any]], columns: Sequence[str]) -> Iterator[str]:
     """Stream a CSV document from flat rows (values in ``columns`` order).
 
-    Consumes ``rows`` lazily and yields text chunks of about STREAM_CHUNK_CHARS characters, so memory stays
+    Consumes ``rows`` lazily and yields text chunks of about STREAM_CHUNK_SIZE characters, so memory stays
     constant however many rows the source produces.
     """
     write_line = _line_writer()
@@ -88,7 +89,7 @@ def iter_csv(rows: Iterable[Sequence[Any]], columns: Sequence[str]) -> Iterator[
         line = write_line([csv_cell(value) for value in row])
         chunk.append(line)
         size += len(line)
-        if size >= STREAM_CHUNK_CHARS:
+        if size >= STREAM_CHUNK_SIZE:
             yield "".join(chunk)
             chunk = []
             size = 0
@@ -115,7 +116,9 @@ def export_applications_csv(scope: InstitutionScope, filters: Mapping[str, Any])
 
     Constant memory whatever the number of rows. On PostgreSQL the rows are rendered by the server
     (`COPY … TO STDOUT`, with the same cell rules expressed in SQL) and passed through; elsewhere they are
-    read in batches and rendered here.
+    read in batches and rendered here. Serve it with `flask.stream_with_context`, which keeps the session
+    open while the response is written. A stream closed early (the client went away) cancels the COPY and
+    rolls the session back.
     """
     statement = ordered_applications(scope, filters)
     if db.session.get_bind().dialect.name == "postgresql":
@@ -163,16 +166,20 @@ def _postgres_copy_csv(statement: Select) -> Iterator[bytes]:
     compiled = rendered.compile(dialect=db.session.get_bind().dialect,
                                 compile_kwargs={"render_postcompile": True})
     driver_connection = db.session.connection().connection.driver_connection
-    with driver_connection.cursor() as cursor:
-        with cursor.copy(f"COPY ({compiled}) TO STDOUT (FORMAT csv)", compiled.params) as copy:
-            chunk: list[bytes] = []
-            size = 0
-            for block in copy:
-                chunk.append(bytes(block))
-                size += len(block)
-                if size >= STREAM_CHUNK_CHARS:
+    try:
+        with driver_connection.cursor() as cursor:
+            with cursor.copy(f"COPY ({compiled}) TO STDOUT (FORMAT csv)", compiled.params) as copy:
+                chunk: list[bytes] = []
+                size = 0
+                for block in copy:
+                    chunk.append(bytes(block))
+                    size += len(block)
+                    if size >= STREAM_CHUNK_SIZE:
+                        yield b"".join(chunk)
+                        chunk = []
+                        size = 0
+                if chunk:
                     yield b"".join(chunk)
-                    chunk = []
-                    size = 0
-            if chunk:
-                yield b"".join(chunk)
+    except GeneratorExit:
+        db.session.rollback()  # the cancelled COPY aborted the transaction
+        raise

@@ -79,7 +79,7 @@ def test_cell_rules():
 
 
 def test_stream_is_lazy_and_chunked(monkeypatch):
-    monkeypatch.setattr(csv_export, "STREAM_CHUNK_CHARS", 100)
+    monkeypatch.setattr(csv_export, "STREAM_CHUNK_SIZE", 100)
     produced = []
 
     def rows():

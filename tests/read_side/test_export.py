@@ -10,13 +10,13 @@ import io
 from datetime import datetime
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import func, select, update
 
 from core import csv_export
 from core.csv_export import export_applications_csv
 from core.extensions import db
 from core.listing import parse_application_query
-from core.models import Applicant
+from core.models import Applicant, Application
 from core.records import RECORD_COLUMNS
 from core.scoping import InstitutionScope
 from tests.read_side.conftest import parse_csv
@@ -103,7 +103,7 @@ def test_export_of_nothing_is_the_header(app, tenant):
 
 
 def test_export_streams_in_chunks(app, factory, tenant, monkeypatch):
-    monkeypatch.setattr(csv_export, "STREAM_CHUNK_CHARS", 1000)
+    monkeypatch.setattr(csv_export, "STREAM_CHUNK_SIZE", 1000)
     for _ in range(30):
         factory.application(tenant.institution, program=tenant.program, cycle=tenant.cycle)
     with app.test_request_context():
@@ -111,6 +111,18 @@ def test_export_streams_in_chunks(app, factory, tenant, monkeypatch):
     assert len(chunks) > 5
     assert all(len(chunk) < 1000 + 1000 for chunk in chunks)
     assert b"".join(chunks).count(b"\n") == 31
+
+
+def test_export_closed_early_leaves_the_session_usable(app, factory, tenant, monkeypatch):
+    monkeypatch.setattr(csv_export, "STREAM_CHUNK_SIZE", 500)
+    for _ in range(30):
+        factory.application(tenant.institution, program=tenant.program, cycle=tenant.cycle)
+    with app.test_request_context():
+        stream = export_applications_csv(InstitutionScope(tenant.institution.id), {})
+        next(stream)
+        next(stream)
+        stream.close()
+        assert db.session.scalar(select(func.count()).select_from(Application)) == 30
 
 
 def test_export_is_scoped(app, api_get, factory, tenant, other_tenant):
