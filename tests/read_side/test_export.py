@@ -10,7 +10,7 @@ import io
 from datetime import datetime
 
 import pytest
-from sqlalchemy import func, select, update
+from sqlalchemy import func, insert, select, update
 
 from core import csv_export
 from core.csv_export import export_applications_csv
@@ -113,16 +113,23 @@ def test_export_streams_in_chunks(app, factory, tenant, monkeypatch):
     assert b"".join(chunks).count(b"\n") == 31
 
 
-def test_export_closed_early_leaves_the_session_usable(app, factory, tenant, monkeypatch):
-    monkeypatch.setattr(csv_export, "STREAM_CHUNK_SIZE", 500)
-    for _ in range(30):
-        factory.application(tenant.institution, program=tenant.program, cycle=tenant.cycle)
+def test_export_closed_early_leaves_the_session_usable(app, factory, tenant):
+    """Enough rows that PostgreSQL is still sending when the client goes away, so the COPY is cancelled."""
+    first = factory.application(tenant.institution, program=tenant.program, cycle=tenant.cycle)
+    copies = 40_000
+    with app.app_context():
+        db.session.execute(insert(Application), [
+            {"id": f"app_bulk{number:012d}", "institution_id": tenant.institution.id,
+             "applicant_id": first.applicant_id, "program_id": tenant.program.id, "cycle_id": tenant.cycle.id,
+             "stage": "submitted", "submitted_at": first.submitted_at, "updated_at": first.submitted_at}
+            for number in range(copies)])
+        db.session.commit()
     with app.test_request_context():
         stream = export_applications_csv(InstitutionScope(tenant.institution.id), {})
         next(stream)
         next(stream)
         stream.close()
-        assert db.session.scalar(select(func.count()).select_from(Application)) == 30
+        assert db.session.scalar(select(func.count()).select_from(Application)) == copies + 1
 
 
 def test_export_is_scoped(app, api_get, factory, tenant, other_tenant):
