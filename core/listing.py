@@ -21,7 +21,7 @@ from typing import Any
 
 from flask import current_app
 from itsdangerous import BadData, URLSafeSerializer
-from sqlalchemy import Select, or_, select, tuple_
+from sqlalchemy import Select, func, or_, select, tuple_
 from sqlalchemy.orm import selectinload
 
 from core.errors import InvalidInput
@@ -305,6 +305,21 @@ def filtered_applications(scope: InstitutionScope, filters: Mapping[str, Any], s
     return statement
 
 
+def _plan_search_for_buffer_cache() -> None:
+    """Steer the PostgreSQL planner of this transaction's search towards plans that stay fast.
+
+    A search page either walks the (submitted_at, id) index and checks each applicant, or starts from the
+    trigram index and sorts the matches. With the default `effective_cache_size` the planner costs the walk's
+    applicant lookups as almost free, so texts shared by 0.1 to 1% of applicants were walked through tens of
+    thousands of lookups that miss PostgreSQL's own buffers (0.3 to 1.4 s at a million applications). Telling
+    it, for this transaction only, that the cache is `shared_buffers` makes it walk only for common texts;
+    parallel workers are off because starting them costs more than these short queries.
+    """
+    db.session.execute(select(
+        func.set_config("effective_cache_size", func.current_setting("shared_buffers"), True),
+        func.set_config("max_parallel_workers_per_gather", "0", True)))
+
+
 def ordered_applications(scope: InstitutionScope, filters: Mapping[str, Any]) -> Select:
     """Every matching application record, in list order (for exports)."""
     return filtered_applications(scope, filters).order_by(Application.submitted_at, Application.id)
@@ -313,6 +328,8 @@ def ordered_applications(scope: InstitutionScope, filters: Mapping[str, Any]) ->
 def fetch_application_page(scope: InstitutionScope, query: ApplicationQuery) -> Page:
     """One page in (`submitted_at`, `id`) order, by keyset: page N costs what page 1 costs."""
     statement = filtered_applications(scope, query.filters)
+    if "q" in query.filters and db.session.get_bind().dialect.name == "postgresql":
+        _plan_search_for_buffer_cache()
     if query.after is not None:
         statement = statement.where(
             _keyset_after(scope, query.after, Application.submitted_at, Application.id))
