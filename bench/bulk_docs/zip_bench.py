@@ -1,0 +1,156 @@
+"""Zip bundle benchmark: streaming throughput and server memory.
+
+Builds a throwaway SQLite database and document directory, gives each of the
+first applications one large document of unique content, starts gunicorn (one
+sync worker) and downloads zip pages over loopback:
+
+* throughput: the 1 GB page (100 applications, 10 x 1 MB + 90 x 11 MB) streamed through
+  ``GET /api/v1/applications/zip`` versus reading the same files from disk in
+  the same process as the client (page cache warm for both);
+* memory: the worker's peak RSS (``VmHWM``) after a 10 MB page, then after the
+  1 GB page.
+
+Usage: python bench/bulk_docs/zip_bench.py [--runs 3] [--big-mb 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import requests
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _server import Server, base_env, flask_cli, memory_kib  # noqa: E402
+
+READ_CHUNK = 1024 * 1024
+SMALL_PAGE = 10     # applications with a 1 MB document: a 10 MB page
+BIG_PAGE = 100      # 10 x 1 MB + 90 x --big-mb (11) MB: a 1 GB page by default
+
+
+def attach_documents(env: dict, institution_id: str, storage_dir: Path, big_mb: int) -> list[Path]:
+    """Replace the documents of the first pages with one generated document each."""
+    os.environ.update(env)
+    from sqlalchemy import delete
+
+    from core.documents import DocumentStorage
+    from core.extensions import db
+    from core.listing import fetch_application_page, parse_application_query
+    from core.models.documents import Document
+    from core.scoping import InstitutionScope
+    from werkzeug.datastructures import MultiDict
+    from wsgi import create_app
+
+    app = create_app()
+    paths = []
+    with app.app_context():
+        scope = InstitutionScope(institution_id)
+        db.session.execute(delete(Document))
+        storage = DocumentStorage(str(storage_dir))
+        block = os.urandom(READ_CHUNK)
+        small = fetch_application_page(scope, parse_application_query(
+            MultiDict({"limit": str(SMALL_PAGE)}), default_limit=10, max_limit=100))
+        big = fetch_application_page(scope, parse_application_query(
+            MultiDict({"limit": str(BIG_PAGE)}), default_limit=10, max_limit=100))
+        sizes = {row.id: 1 for row in big.rows}
+        sizes.update({row.id: big_mb for row in big.rows[SMALL_PAGE:]})
+        for index, (application_id, megabytes) in enumerate(sizes.items()):
+            path = storage_dir / "incoming.bin"
+            digest = hashlib.sha256()
+            with open(path, "wb") as out:
+                for part in range(megabytes):
+                    chunk = index.to_bytes(4, "big") + part.to_bytes(4, "big") + block[8:]
+                    digest.update(chunk)
+                    out.write(chunk)
+            sha256 = digest.hexdigest()
+            final = Path(storage.path(sha256))
+            final.parent.mkdir(parents=True, exist_ok=True)
+            path.rename(final)
+            paths.append(final)
+            db.session.add(Document(
+                application_id=application_id, kind="supporting", filename=f"scan-{index}.pdf",
+                content_type="application/pdf", size=megabytes * READ_CHUNK, sha256=sha256))
+        db.session.commit()
+        assert len(small.rows) == SMALL_PAGE and len(big.rows) == BIG_PAGE
+    return paths
+
+
+def read_from_disk(paths: list[Path]) -> tuple[int, float]:
+    started = time.perf_counter()
+    total = 0
+    for path in paths:
+        with open(path, "rb") as handle:
+            while chunk := handle.read(READ_CHUNK):
+                total += len(chunk)
+    return total, time.perf_counter() - started
+
+
+def download(url: str, key: str, limit: int) -> tuple[int, float]:
+    started = time.perf_counter()
+    total = 0
+    with requests.get(f"{url}/api/v1/applications/zip", params={"limit": limit},
+                      headers={"Authorization": f"Bearer {key}"}, stream=True, timeout=600) as response:
+        response.raise_for_status()
+        for chunk in response.iter_content(READ_CHUNK):
+            total += len(chunk)
+    return total, time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--big-mb", type=int, default=11, help="size of each large document, MB")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="karibu-zip-bench-") as workdir:
+        workdir = Path(workdir)
+        storage_dir = workdir / "documents"
+        storage_dir.mkdir()
+        env = base_env(
+            DATABASE_URL=f"sqlite:///{workdir / 'bench.db'}",
+            DOCUMENT_STORAGE_DIR=str(storage_dir),
+        )
+        flask_cli(env, "db", "upgrade")
+        seeded = json.loads(flask_cli(env, "seed-demo", "--applications", str(BIG_PAGE), "--json"))
+        paths = attach_documents(env, seeded["institution_id"], storage_dir, args.big_mb)
+        big_paths = paths  # the 1 GB page holds every generated file
+        small_paths = paths[:SMALL_PAGE]
+
+        with Server(env) as server:
+            worker = server.worker_pids()[0]
+            key = seeded["api_key"]
+            download(server.url, key, 1)
+            rss_idle = memory_kib(worker, "VmRSS")
+            small_bytes, _ = download(server.url, key, SMALL_PAGE)
+            peak_small = memory_kib(worker, "VmHWM")
+            read_from_disk(big_paths)
+            disk, zipped = [], []
+            for _ in range(args.runs):
+                disk.append(read_from_disk(big_paths))
+                zipped.append(download(server.url, key, BIG_PAGE))
+            peak_big = memory_kib(worker, "VmHWM")
+
+        disk_rate = statistics.median(b / s for b, s in disk) / 1e6
+        zip_rate = statistics.median(b / s for b, s in zipped) / 1e6
+        print(f"files on disk: {len(small_paths)} in the small page, {len(big_paths)} in the big page")
+        print(f"small page zip: {small_bytes / 1e6:.1f} MB, big page zip: {zipped[0][0] / 1e6:.1f} MB")
+        print(f"read from disk:   {disk_rate:8.1f} MB/s (median of {args.runs})")
+        print(f"zip over HTTP:    {zip_rate:8.1f} MB/s (median of {args.runs})")
+        print(f"ratio zip/disk:   {zip_rate / disk_rate:8.2f} (target >= 0.70)")
+        print(f"worker RSS idle after a first request: {rss_idle / 1024:7.1f} MiB")
+        print(f"worker peak RSS after the 10 MB page:  {peak_small / 1024:7.1f} MiB")
+        print(f"worker peak RSS after the 1 GB pages:  {peak_big / 1024:7.1f} MiB "
+              f"(growth {(peak_big - peak_small) / 1024:+.1f} MiB)")
+
+
+if __name__ == "__main__":
+    main()
