@@ -41,10 +41,10 @@ def libpq_url(database_url: str) -> str:
     return database_url.replace("postgresql+psycopg://", "postgresql://", 1)
 
 
-def sample_ids(database_url: str, institution_id: str, count: int) -> list[str]:
+def sample_ids(database_url: str, institution_id: str, count: int) -> tuple[list[str], list[str], int]:
     with psycopg.connect(libpq_url(database_url)) as connection:
         rows = connection.execute(
-            "SELECT id FROM applications TABLESAMPLE SYSTEM (1) WHERE institution_id = %s",
+            "SELECT id FROM applications TABLESAMPLE SYSTEM (5) WHERE institution_id = %s",
             (institution_id,),
         ).fetchall()
         stages = [r[0] for r in connection.execute(

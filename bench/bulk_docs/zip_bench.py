@@ -10,7 +10,7 @@ sync worker) and downloads zip pages over loopback:
 * memory: the worker's peak RSS (``VmHWM``) after a 10 MB page, then after the
   1 GB page.
 
-Usage: python bench/bulk_docs/zip_bench.py [--runs 3] [--big-mb 10]
+Usage: python bench/bulk_docs/zip_bench.py [--runs 3] [--big-mb 11]
 """
 
 from __future__ import annotations
