@@ -17,12 +17,17 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import BinaryIO, Protocol
 
 from zipstream import ZIP_STORED, ZipStream
+
+from core.extensions import db
+from core.models.admissions import Application
+from core.models.documents import Document
+from core.scoping import InstitutionScope
 
 MANIFEST_NAME = "manifest.json"
 READ_CHUNK_BYTES = 256 * 1024
@@ -150,3 +155,21 @@ def stream_bundle(
     }
     archive.add(json.dumps(manifest, indent=2).encode("utf-8"), MANIFEST_NAME)
     yield from archive.finalize()
+
+
+def page_applications(scope: InstitutionScope, application_ids: Sequence[str]) -> list[BundleApplication]:
+    """Document metadata of a page of applications, in page order, detached from the session."""
+    documents: dict[str, list[BundleDocument]] = {application_id: [] for application_id in application_ids}
+    rows = db.session.execute(
+        scope.select(Application)
+        .with_only_columns(Document)
+        .join(Document, Document.application_id == Application.id)
+        .where(Application.id.in_(application_ids))
+        .order_by(Document.application_id, Document.created_at, Document.id)
+    ).scalars()
+    for row in rows:
+        documents[row.application_id].append(BundleDocument(
+            id=row.id, kind=row.kind, filename=row.filename, content_type=row.content_type,
+            size=row.size, sha256=row.sha256))
+    return [BundleApplication(application_id, tuple(documents[application_id]))
+            for application_id in application_ids]

@@ -23,6 +23,7 @@ from core.errors import InvalidInput
 from core.extensions import db
 from core.models.admissions import Application, Decision, Stage
 from core.models.base import utcnow
+from core.records import application_record, application_select
 from core.scoping import InstitutionScope
 
 MAX_UPDATES = 500
@@ -264,3 +265,10 @@ def apply_updates(
             events.emit_application_updated(application)
     db.session.commit()
     return UpdateOutcome(application_ids=ids, updated=len(changed))
+
+
+def records(scope: InstitutionScope, application_ids: Sequence[str]) -> list[dict]:
+    """The API records of ``application_ids``, in that order."""
+    rows = db.session.execute(application_select(scope).where(Application.id.in_(application_ids)))
+    by_id = {record["id"]: record for record in map(application_record, rows)}
+    return [by_id[application_id] for application_id in application_ids]
