@@ -23,7 +23,7 @@ def _json_body():
     if request.mimetype != "application/json":
         raise InvalidInput("Content-Type must be application/json", field="Content-Type")
     try:
-        raw = request.get_data(cache=False)
+        raw = request.get_data()
     except RequestEntityTooLarge:
         raise _body_too_large() from None
     if not raw:

@@ -1,10 +1,10 @@
 """GET /applications/zip: the documents of one page of applications, streamed as a zip."""
 
-from flask import Response, current_app, g, request
+from flask import Response, g, request
 
 from api import bp
 from core.bundles import page_applications, stream_bundle
-from core.documents import DocumentStorage
+from core.documents import document_storage
 from core.listing import fetch_application_page, parse_application_query
 from core.models.base import utcnow
 
@@ -28,6 +28,5 @@ def download_documents():
     if page.has_next:
         pagination["cursor"] = page.cursor
         headers["X-Cursor"] = page.cursor
-    storage = DocumentStorage(current_app.config["DOCUMENT_STORAGE_DIR"])
-    stream = stream_bundle(applications, storage, generated_at=generated_at, page=pagination)
+    stream = stream_bundle(applications, document_storage(), generated_at=generated_at, page=pagination)
     return Response(stream, mimetype="application/zip", headers=headers)

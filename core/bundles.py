@@ -25,7 +25,6 @@ from typing import BinaryIO, Protocol
 from zipstream import ZIP_STORED, ZipStream
 
 from core.extensions import db
-from core.models.admissions import Application
 from core.models.documents import Document
 from core.scoping import InstitutionScope
 
@@ -160,13 +159,11 @@ def stream_bundle(
 def page_applications(scope: InstitutionScope, application_ids: Sequence[str]) -> list[BundleApplication]:
     """Document metadata of a page of applications, in page order, detached from the session."""
     documents: dict[str, list[BundleDocument]] = {application_id: [] for application_id in application_ids}
-    rows = db.session.execute(
-        scope.select(Application)
-        .with_only_columns(Document)
-        .join(Document, Document.application_id == Application.id)
-        .where(Application.id.in_(application_ids))
+    rows = db.session.scalars(
+        scope.select(Document)
+        .where(Document.application_id.in_(application_ids))
         .order_by(Document.application_id, Document.created_at, Document.id)
-    ).scalars()
+    )
     for row in rows:
         documents[row.application_id].append(BundleDocument(
             id=row.id, kind=row.kind, filename=row.filename, content_type=row.content_type,

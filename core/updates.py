@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
-from sqlalchemy import select
+from sqlalchemy.orm import selectinload
 
 from core import events
 from core.errors import InvalidInput
@@ -79,6 +79,15 @@ class ItemError:
 
 
 @dataclass(frozen=True)
+class ParsedBatch:
+    """The well-formed items (with their index in the request) and the problems of the others."""
+
+    updates: list[tuple[int, ApplicationUpdate]]
+    errors: list[ItemError]
+    total: int
+
+
+@dataclass(frozen=True)
 class UpdateOutcome:
     application_ids: list[str]
     updated: int
@@ -115,8 +124,13 @@ def _item_errors(index: int, item: Any, error: ValidationError) -> list[ItemErro
     ]
 
 
-def parse_updates(body: Any) -> list[ApplicationUpdate]:
-    """Check the shape of a request body; raise ``InvalidInput`` listing every bad item."""
+def parse_updates(body: Any) -> ParsedBatch:
+    """Check the shape of a request body and of each item.
+
+    A body that is not ``{"updates": [1..500 items]}`` raises ``InvalidInput`` at
+    once; problems of single items are collected, so that ``apply_updates`` can
+    report them together with those only the database can tell.
+    """
     if not isinstance(body, dict):
         raise InvalidInput("request body must be a JSON object with an updates list", field="updates")
     try:
@@ -131,7 +145,7 @@ def parse_updates(body: Any) -> list[ApplicationUpdate]:
         raise InvalidInput(
             f"updates must be a list of 1 to {MAX_UPDATES} items", field="updates") from None
 
-    parsed: list[ApplicationUpdate] = []
+    parsed: list[tuple[int, ApplicationUpdate]] = []
     errors: list[ItemError] = []
     first_index_of: dict[str, int] = {}
     for index, item in enumerate(batch.updates):
@@ -155,10 +169,8 @@ def parse_updates(body: Any) -> list[ApplicationUpdate]:
             errors.append(ItemError(
                 index, update.id, "send_decision", "cannot send the decision none"))
             continue
-        parsed.append(update)
-    if errors:
-        _reject(errors, len(batch.updates))
-    return parsed
+        parsed.append((index, update))
+    return ParsedBatch(parsed, errors, len(batch.updates))
 
 
 def _reject(errors: Sequence[ItemError], total: int):
@@ -169,12 +181,13 @@ def _reject(errors: Sequence[ItemError], total: int):
     )
 
 
-def _latest_decisions(application_ids: list[str]) -> dict[str, Decision]:
+def _latest_decisions(scope: InstitutionScope, application_ids: list[str]) -> dict[str, Decision]:
+    """The most recent decision row of each application (if any)."""
     latest: dict[str, Decision] = {}
     if not application_ids:
         return latest
     rows = db.session.scalars(
-        select(Decision)
+        scope.select(Decision)
         .where(Decision.application_id.in_(application_ids))
         .order_by(Decision.created_at, Decision.id)
     )
@@ -185,7 +198,7 @@ def _latest_decisions(application_ids: list[str]) -> dict[str, Decision]:
 
 def apply_updates(
     scope: InstitutionScope,
-    updates: Sequence[ApplicationUpdate],
+    batch: ParsedBatch,
     *,
     emit_application_updated: bool,
 ) -> UpdateOutcome:
@@ -194,19 +207,23 @@ def apply_updates(
     ``updated`` counts the applications whose state changed; an item that sets
     the values already there leaves the row (and its ``updated_at``) untouched.
     """
-    ids = [u.id for u in updates]
-    locked = db.session.scalars(
+    updates = [update for _, update in batch.updates]
+    ids = [update.id for update in updates]
+    locking = (
         scope.select(Application)
         .where(Application.id.in_(ids))
         .order_by(Application.id)
         .with_for_update()
         .execution_options(populate_existing=True)
-    ).all()
-    applications = {a.id: a for a in locked}
-    stages = set(db.session.scalars(scope.select(Stage).with_only_columns(Stage.key)))
+    )
+    if emit_application_updated:
+        locking = locking.options(selectinload(Application.applicant))
+    applications = {a.id: a for a in db.session.scalars(locking)}
+    pipeline = list(db.session.scalars(scope.select(Stage, Stage.key).order_by(Stage.position)))
+    stages = set(pipeline)
 
-    errors = []
-    for index, update in enumerate(updates):
+    errors = list(batch.errors)
+    for index, update in batch.updates:
         application = applications.get(update.id)
         if application is None:
             errors.append(ItemError(index, update.id, "id", "no application with this id"))
@@ -215,16 +232,16 @@ def apply_updates(
             errors.append(ItemError(
                 index, update.id, "stage",
                 f"unknown stage {update.stage!r}: use a stage id of your pipeline "
-                f"({', '.join(sorted(stages)[:20])})"))
+                f"({', '.join(pipeline[:20])})"))
         decision = update.decision if update.decision is not None else application.decision
         if update.send_decision and decision == NO_DECISION:
             errors.append(ItemError(
                 index, update.id, "send_decision", "cannot send: the application has no decision"))
     if errors:
         db.session.rollback()
-        _reject(errors, len(updates))
+        _reject(errors, batch.total)
 
-    latest = _latest_decisions([u.id for u in updates if u.send_decision])
+    latest = _latest_decisions(scope, [u.id for u in updates if u.send_decision])
     now = utcnow()
     sent: list[Decision] = []
     changed: list[Application] = []
@@ -243,11 +260,13 @@ def apply_updates(
             is_changed = True
             current = None
             if update.decision != NO_DECISION:
-                current = Decision(application_id=application.id, status=update.decision)
+                current = Decision(institution_id=application.institution_id, application=application,
+                                   status=update.decision)
                 db.session.add(current)
         if update.send_decision:
             if current is None or current.status != application.decision:
-                current = Decision(application_id=application.id, status=application.decision)
+                current = Decision(institution_id=application.institution_id, application=application,
+                                   status=application.decision)
                 db.session.add(current)
             if current.sent_at is None:
                 current.sent_at = now
