@@ -1,13 +1,16 @@
 """Fixtures of the bulk update and document bundle tests."""
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 
 import pytest
 from sqlalchemy import select
 
+from core.documents import DocumentStorage
 from core.extensions import db
-from core.models import Application, Decision, Event
+from core.models import Application, Decision, Document, Event
+from core.pdf import simple_pdf
 from tests.conftest import auth_header
 from tests.openapi_check import assert_conforms
 
@@ -80,3 +83,26 @@ def database_state(app):
             events = db.session.execute(select(Event.id, Event.type).order_by(Event.id)).all()
             return {"applications": applications, "decisions": decisions, "events": events}
     return snapshot
+
+
+@pytest.fixture
+def attach(app):
+    """Store real small PDFs for an application and record their metadata; returns the documents."""
+    def attach_documents(application, *specs):
+        storage = DocumentStorage(app.config["DOCUMENT_STORAGE_DIR"])
+        with app.app_context():
+            documents = []
+            for kind, filename in specs:
+                content = simple_pdf(f"{kind} of {application.id}", [filename, uuid.uuid4().hex])
+                document = Document(
+                    institution_id=application.institution_id, application_id=application.id, kind=kind,
+                    filename=filename, content_type="application/pdf", size=len(content),
+                    sha256=storage.put(content))
+                db.session.add(document)
+                documents.append(document)
+            db.session.commit()
+            for document in documents:
+                db.session.refresh(document)
+                db.session.expunge(document)
+            return documents
+    return attach_documents
