@@ -3,7 +3,7 @@
 from flask import Response, g, request
 
 from api import bp
-from core.bundles import page_applications, stream_bundle
+from core.bundles import DocumentBundle, page_applications
 from core.documents import document_storage
 from core.listing import fetch_application_page, parse_application_query
 from core.models.base import utcnow
@@ -28,5 +28,6 @@ def download_documents():
     if page.has_next:
         pagination["cursor"] = page.cursor
         headers["X-Cursor"] = page.cursor
-    stream = stream_bundle(applications, document_storage(), generated_at=generated_at, page=pagination)
-    return Response(stream, mimetype="application/zip", headers=headers)
+    bundle = DocumentBundle(applications, document_storage(), generated_at=generated_at, page=pagination)
+    headers["Content-Length"] = str(bundle.content_length)
+    return Response(bundle, mimetype="application/zip", headers=headers)

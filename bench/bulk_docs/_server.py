@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -41,24 +42,30 @@ class Server:
         self.process: subprocess.Popen | None = None
 
     def __enter__(self) -> "Server":
+        self.log = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "--workers", str(self.workers), "--worker-class", "sync",
              "--timeout", "600", "--bind", f"127.0.0.1:{self.port}", "wsgi:create_app()"],
-            cwd=REPO, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            cwd=REPO, env=self.env, stdout=subprocess.DEVNULL, stderr=self.log,
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
-                requests.get(f"{self.url}/api/v1/openapi.json", timeout=2)
+                requests.get(f"{self.url}/api/v1/openapi.json", timeout=10)
                 return self
-            except requests.ConnectionError:
+            except requests.RequestException:
                 time.sleep(0.2)
         self.__exit__()
-        raise SystemExit("the server did not start")
+        raise SystemExit("the server did not start:\n" + self.log_text())
 
     def __exit__(self, *exc_info) -> None:
         self.process.terminate()
         self.process.wait(timeout=30)
+        self.log.close()
+
+    def log_text(self) -> str:
+        self.log.seek(0)
+        return self.log.read().decode("utf-8", "replace")[-4000:]
 
     def worker_pids(self) -> list[int]:
         children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children").read_text()

@@ -10,12 +10,12 @@ import pytest
 
 from core.bundles import (
     MANIFEST_NAME,
+    DocumentBundle,
     READ_CHUNK_BYTES,
     BundleApplication,
     BundleDocument,
     archive_paths,
     safe_filename,
-    stream_bundle,
 )
 
 GENERATED_AT = datetime(2026, 3, 1, 8, 30, 0)
@@ -32,6 +32,10 @@ class DirectoryStorage:
         digest = hashlib.sha256(content).hexdigest()
         (self.root / digest).write_bytes(content)
         return digest
+
+    def size(self, sha256):
+        path = self.root / sha256
+        return path.stat().st_size if path.exists() else None
 
     def open(self, sha256):
         self.opened.append(sha256)
@@ -50,8 +54,10 @@ def document(storage, document_id, filename, content, kind="transcript"):
     )
 
 
-def unzip(chunks):
-    return zipfile.ZipFile(io.BytesIO(b"".join(chunks)))
+def unzip(bundle):
+    content = b"".join(bundle)
+    assert len(content) == bundle.content_length
+    return zipfile.ZipFile(io.BytesIO(content))
 
 
 @pytest.fixture
@@ -69,7 +75,7 @@ def test_every_file_matches_the_manifest(storage):
         BundleApplication("app_two", (document(storage, "doc_3", "letter.pdf", b"%PDF-1.4 letter"),)),
     ]
 
-    archive = unzip(stream_bundle(applications, storage, generated_at=GENERATED_AT))
+    archive = unzip(DocumentBundle(applications, storage, generated_at=GENERATED_AT))
 
     assert archive.testzip() is None
     manifest = json.loads(archive.read(MANIFEST_NAME))
@@ -96,7 +102,7 @@ def test_missing_file_is_reported_and_the_rest_still_streams(storage):
     present = document(storage, "doc_here", "passport.pdf", b"%PDF-1.4 passport")
     applications = [BundleApplication("app_one", (absent, present))]
 
-    archive = unzip(stream_bundle(applications, storage, generated_at=GENERATED_AT))
+    archive = unzip(DocumentBundle(applications, storage, generated_at=GENERATED_AT))
 
     manifest = json.loads(archive.read(MANIFEST_NAME))
     gone, here = manifest["applications"][0]["documents"]
@@ -111,7 +117,7 @@ def test_missing_file_is_reported_and_the_rest_still_streams(storage):
 
 
 def test_application_without_documents_gets_an_empty_folder(storage):
-    archive = unzip(stream_bundle(
+    archive = unzip(DocumentBundle(
         [BundleApplication("app_empty", ())], storage, generated_at=GENERATED_AT))
 
     assert "app_empty/" in archive.namelist()
@@ -120,7 +126,7 @@ def test_application_without_documents_gets_an_empty_folder(storage):
 
 
 def test_empty_page_is_a_valid_zip_with_only_the_manifest(storage):
-    archive = unzip(stream_bundle(
+    archive = unzip(DocumentBundle(
         [], storage, generated_at=GENERATED_AT, page={"has_next": False}))
 
     assert archive.namelist() == [MANIFEST_NAME]
@@ -130,7 +136,7 @@ def test_empty_page_is_a_valid_zip_with_only_the_manifest(storage):
 
 
 def test_page_information_is_copied_into_the_manifest(storage):
-    archive = unzip(stream_bundle(
+    archive = unzip(DocumentBundle(
         [], storage, generated_at=GENERATED_AT, page={"has_next": True, "cursor": "abc"}))
 
     manifest = json.loads(archive.read(MANIFEST_NAME))
@@ -141,12 +147,24 @@ def test_files_are_opened_one_at_a_time_while_streaming(storage):
     applications = [BundleApplication(f"app_{i}", (
         document(storage, f"doc_{i}", f"file{i}.pdf", f"content {i}".encode()),)) for i in range(3)]
 
-    stream = stream_bundle(applications, storage, generated_at=GENERATED_AT)
+    stream = iter(DocumentBundle(applications, storage, generated_at=GENERATED_AT))
+    assert storage.opened == []
     next(stream)
+    while not storage.opened:
+        next(stream)
 
     assert len(storage.opened) == 1
     b"".join(stream)
     assert len(storage.opened) == 3
+
+
+def test_a_file_that_changes_after_planning_breaks_the_stream_instead_of_the_zip(storage):
+    document_ = document(storage, "doc_1", "scan.pdf", b"x" * 5000)
+    bundle = DocumentBundle([BundleApplication("app_one", (document_,))], storage, generated_at=GENERATED_AT)
+    (storage.root / document_.sha256).write_bytes(b"x" * 10)
+
+    with pytest.raises((OSError, RuntimeError)):
+        b"".join(bundle)
 
 
 def test_duplicate_and_hostile_file_names_stay_inside_their_folder(storage):
@@ -164,7 +182,7 @@ def test_duplicate_and_hostile_file_names_stay_inside_their_folder(storage):
         "app_x/manifest-doc_d.json",
         "app_x/doc_e",
     ]
-    archive = unzip(stream_bundle([application], storage, generated_at=GENERATED_AT))
+    archive = unzip(DocumentBundle([application], storage, generated_at=GENERATED_AT))
     assert archive.read("app_x/scan.pdf") == b"first scan"
     assert archive.read("app_x/scan-doc_b.pdf") == b"second scan"
     assert all(name.startswith("app_x/") or name == MANIFEST_NAME for name in archive.namelist())

@@ -38,6 +38,7 @@ def test_a_folder_per_application_and_a_manifest_matching_every_file(download, a
 
     assert response.status_code == 200
     assert response.mimetype == "application/zip"
+    assert int(response.headers["Content-Length"]) == len(response.data)
     assert response.headers["X-Has-Next"] == "false"
     assert "X-Cursor" not in response.headers
     assert response.headers["Content-Disposition"].startswith('attachment; filename="applications-')
