@@ -34,8 +34,12 @@ def flask_cli(env: dict, *args: str) -> str:
 class Server:
     """``gunicorn`` with one sync worker, so the worker's memory is the server's memory."""
 
-    def __init__(self, env: dict, workers: int = 1):
+    def __init__(self, env: dict, workers: int = 1, application: str = "wsgi:create_app()",
+                 chdir: Path = REPO, probe: str = "/api/v1/openapi.json"):
         self.env = env
+        self.application = application
+        self.chdir = chdir
+        self.probe = probe
         self.workers = workers
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -45,13 +49,13 @@ class Server:
         self.log = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "--workers", str(self.workers), "--worker-class", "sync",
-             "--timeout", "600", "--bind", f"127.0.0.1:{self.port}", "wsgi:create_app()"],
-            cwd=REPO, env=self.env, stdout=subprocess.DEVNULL, stderr=self.log,
+             "--timeout", "600", "--bind", f"127.0.0.1:{self.port}", self.application],
+            cwd=self.chdir, env=self.env, stdout=subprocess.DEVNULL, stderr=self.log,
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
-                requests.get(f"{self.url}/api/v1/openapi.json", timeout=10)
+                requests.head(f"{self.url}{self.probe}", timeout=10)
                 return self
             except requests.RequestException:
                 time.sleep(0.2)
