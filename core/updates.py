@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -21,14 +22,12 @@ from sqlalchemy.orm import selectinload
 from core import events
 from core.errors import InvalidInput
 from core.extensions import db
-from core.models.admissions import Application, Decision, Stage
+from core.models.admissions import DECISION_NONE, DECISIONS, Application, Decision, Stage
 from core.models.base import utcnow
 from core.records import application_record, application_select
 from core.scoping import InstitutionScope
 
 MAX_UPDATES = 500
-DECISIONS = ("none", "accepted", "waitlisted", "rejected", "deferred")
-NO_DECISION = "none"
 CHANGEABLE_FIELDS = ("stage", "decision", "enrolled", "send_decision")
 READ_ONLY_FIELDS = frozenset({
     "institution_id", "applicant_id", "program_id", "cycle_id", "campus_id", "paid", "amount",
@@ -51,7 +50,7 @@ class ApplicationUpdate(BaseModel):
 
     id: str = Field(min_length=1, max_length=64)
     stage: str | None = Field(default=None, min_length=1, max_length=64)
-    decision: Literal["none", "accepted", "waitlisted", "rejected", "deferred"] | None = None
+    decision: Literal[DECISIONS] | None = None
     enrolled: bool | None = None
     send_decision: bool = False
 
@@ -165,7 +164,7 @@ def parse_updates(body: Any) -> ParsedBatch:
                 index, update.id, None,
                 "nothing to update: give stage, decision, enrolled or send_decision"))
             continue
-        if update.send_decision and update.decision == NO_DECISION:
+        if update.send_decision and update.decision == DECISION_NONE:
             errors.append(ItemError(
                 index, update.id, "send_decision", "cannot send the decision none"))
             continue
@@ -194,6 +193,41 @@ def _latest_decisions(scope: InstitutionScope, application_ids: list[str]) -> di
     for decision in rows:
         latest[decision.application_id] = decision
     return latest
+
+
+def _new_decision(application: Application) -> Decision:
+    decision = Decision(institution_id=application.institution_id, application=application,
+                        status=application.decision)
+    db.session.add(decision)
+    return decision
+
+
+def _apply(update: ApplicationUpdate, application: Application, latest: Decision | None,
+           now: datetime) -> tuple[bool, Decision | None]:
+    """Change one locked application: whether it changed, and the decision it sent (if any).
+
+    ``latest`` is the application's most recent decision row, needed only when
+    the item sends a decision without changing it.
+    """
+    is_changed = False
+    if update.stage is not None and update.stage != application.stage:
+        application.stage = update.stage
+        is_changed = True
+    if update.enrolled is not None and update.enrolled != application.enrolled:
+        application.enrolled = update.enrolled
+        is_changed = True
+    if update.decision is not None and update.decision != application.decision:
+        application.decision = update.decision
+        is_changed = True
+        latest = _new_decision(application) if update.decision != DECISION_NONE else None
+    if not update.send_decision:
+        return is_changed, None
+    if latest is None or latest.status != application.decision:
+        latest = _new_decision(application)
+    if latest.sent_at is not None:
+        return is_changed, None
+    latest.sent_at = now
+    return True, latest
 
 
 def apply_updates(
@@ -234,44 +268,24 @@ def apply_updates(
                 f"unknown stage {update.stage!r}: use a stage id of your pipeline "
                 f"({', '.join(pipeline[:20])})"))
         decision = update.decision if update.decision is not None else application.decision
-        if update.send_decision and decision == NO_DECISION:
+        if update.send_decision and decision == DECISION_NONE:
             errors.append(ItemError(
                 index, update.id, "send_decision", "cannot send: the application has no decision"))
     if errors:
         db.session.rollback()
         _reject(errors, batch.total)
 
-    latest = _latest_decisions(scope, [u.id for u in updates if u.send_decision])
+    resending = [u.id for u in updates
+                 if u.send_decision and u.decision in (None, applications[u.id].decision)]
+    latest = _latest_decisions(scope, resending)
     now = utcnow()
     sent: list[Decision] = []
     changed: list[Application] = []
     for update in updates:
         application = applications[update.id]
-        is_changed = False
-        if update.stage is not None and update.stage != application.stage:
-            application.stage = update.stage
-            is_changed = True
-        if update.enrolled is not None and update.enrolled != application.enrolled:
-            application.enrolled = update.enrolled
-            is_changed = True
-        current = latest.get(application.id)
-        if update.decision is not None and update.decision != application.decision:
-            application.decision = update.decision
-            is_changed = True
-            current = None
-            if update.decision != NO_DECISION:
-                current = Decision(institution_id=application.institution_id, application=application,
-                                   status=update.decision)
-                db.session.add(current)
-        if update.send_decision:
-            if current is None or current.status != application.decision:
-                current = Decision(institution_id=application.institution_id, application=application,
-                                   status=application.decision)
-                db.session.add(current)
-            if current.sent_at is None:
-                current.sent_at = now
-                sent.append(current)
-                is_changed = True
+        is_changed, sent_decision = _apply(update, application, latest.get(application.id), now)
+        if sent_decision is not None:
+            sent.append(sent_decision)
         if is_changed:
             application.updated_at = now
             changed.append(application)
