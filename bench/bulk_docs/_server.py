@@ -9,6 +9,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Self
 
 import requests
 
@@ -45,7 +46,7 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen | None = None
 
-    def __enter__(self) -> "Server":
+    def __enter__(self) -> Self:
         self.log = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "--workers", str(self.workers), "--worker-class", "sync",

@@ -31,7 +31,7 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _server import Server, base_env  # noqa: E402
+from _server import Server, base_env
 
 BATCH = 500
 DECISIONS = ["accepted", "waitlisted", "rejected", "deferred"]

@@ -30,14 +30,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime
 from pathlib import Path
-
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _server import Server, base_env, flask_cli, memory_kib  # noqa: E402
+from _server import Server, base_env, flask_cli, memory_kib
 
 READ_CHUNK = 1024 * 1024
 SMALL_PAGE = 10     # applications with a 1 MB document: a 10 MB page
@@ -48,13 +46,13 @@ def attach_documents(env: dict, institution_id: str, storage_dir: Path, big_mb: 
     """Replace the documents of the first pages with one generated document each; their paths."""
     os.environ.update(env)
     from sqlalchemy import delete
+    from werkzeug.datastructures import MultiDict
 
     from core.documents import DocumentStorage
     from core.extensions import db
     from core.listing import fetch_application_page, parse_application_query
     from core.models.documents import Document
     from core.scoping import InstitutionScope
-    from werkzeug.datastructures import MultiDict
     from wsgi import create_app
 
     app = create_app()
@@ -95,6 +93,7 @@ def zip_in_process(storage_dir: Path, paths: list[Path]) -> tuple[int, float]:
     """The server's own work for the big page (plan + zip), without HTTP."""
     from core.bundles import BundleApplication, BundleDocument, DocumentBundle
     from core.documents import DocumentStorage
+    from core.models.base import utcnow
 
     applications = [
         BundleApplication(f"app_{index}", (BundleDocument(
@@ -103,7 +102,7 @@ def zip_in_process(storage_dir: Path, paths: list[Path]) -> tuple[int, float]:
         for index, path in enumerate(paths)]
     started = time.perf_counter()
     total = 0
-    bundle = DocumentBundle(applications, DocumentStorage(str(storage_dir)), generated_at=datetime.utcnow())
+    bundle = DocumentBundle(applications, DocumentStorage(str(storage_dir)), generated_at=utcnow())
     for chunk in bundle:
         total += len(chunk)
     return total, time.perf_counter() - started

@@ -10,10 +10,10 @@ import pytest
 
 from core.bundles import (
     MANIFEST_NAME,
-    DocumentBundle,
     READ_CHUNK_BYTES,
     BundleApplication,
     BundleDocument,
+    DocumentBundle,
     archive_paths,
     safe_filename,
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from itertools import groupby
+from itertools import groupby, pairwise
 
 import pytest
 from flask_migrate import upgrade
@@ -20,7 +20,11 @@ from core.extensions import db
 from core.models import Application, Decision, Event
 from tests.bulk_docs.conftest import make_school
 from tests.conftest import (
-    POSTGRES_ADMIN_URL, _create_postgres_database, _drop_postgres_database, app_config, auth_header,
+    POSTGRES_ADMIN_URL,
+    _create_postgres_database,
+    _drop_postgres_database,
+    app_config,
+    auth_header,
 )
 from tests.factories import Factory
 from wsgi import create_app
@@ -103,7 +107,7 @@ def test_two_processes_updating_the_same_rows_lose_nothing(postgres):
         sent_statuses.setdefault(event.payload["submission_id"], []).append(event.payload["decision_status"])
     for application in applications:
         statuses_in_order = [d.status for d in history[application.id]]
-        assert all(a != b for a, b in zip(statuses_in_order, statuses_in_order[1:])), statuses_in_order
+        assert all(a != b for a, b in pairwise(statuses_in_order)), statuses_in_order
         assert statuses_in_order[-1] == application.decision
         assert all(d.sent_at is not None for d in history[application.id])
         assert sent_statuses[application.id] == statuses_in_order
