@@ -340,3 +340,12 @@ def test_requires_a_live_credential(patch, school, database_state, headers):
 
     assert response.status_code == 401
     assert database_state() == before
+
+
+def test_json_with_a_charset_parameter_is_accepted(patch, school):
+    body = json.dumps({"updates": [{"id": school.ids[0], "enrolled": True}]})
+
+    response = patch(school.headers, data=body, content_type="application/json; charset=utf-8")
+
+    assert response.status_code == 200
+    assert response.get_json()["data"][0]["application"]["enrolled"] is True
