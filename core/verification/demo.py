@@ -37,9 +37,9 @@ def _knec(index_number, year, examination, reference, name, gender, dob, school,
 
 DEMO_RECORDS: tuple[ExamRecord, ...] = (
     # NESA, Rwanda: P-Level (letter grades), O-Level (1 best .. 9), A-Level (principals A..F + subsidiaries)
-    _nesa("1201270014582031", "0103020117", "P-Level", "NESA-PL-2014-0103020117", "Aline Uwase", "female",
+    _nesa("1200270014582031", "0103020117", "P-Level", "NESA-PL-2014-0103020117", "Aline Uwase", "female",
           "2002-03-14", 2014, "Ecole Primaire Kacyiru II", "010302", ("A", "B", "A", "B", "A")),
-    _nesa("1201280036614052", "0207010045", "P-Level", "NESA-PL-2014-0207010045", "Eric Habimana", "male",
+    _nesa("1200280036614052", "0207010045", "P-Level", "NESA-PL-2014-0207010045", "Eric Habimana", "male",
           "2002-07-30", 2014, "Groupe Scolaire Kimisagara", "020701", ("B", "C", "B", "C", "B")),
     _nesa("1201370041208014", "0411050021", "P-Level", "NESA-PL-2025-0411050021", "Divine Mukamana", "female",
           "2013-01-09", 2025, "Ecole Primaire Nyamirambo", "041105", ("A", "A", "A", "B", "A")),
