@@ -32,9 +32,19 @@ class RecordNotFound(NotFound):
     """404 with the spec's not-found shape: `message`, `issuer` and `billing` next to `code` and `error`."""
 
     def __init__(self, body: dict, replayed: bool = False):
-        extra = {name: value for name, value in body.items() if name not in ("code", "error")}
-        super().__init__(body["error"], **extra)
+        super().__init__(body["error"])
+        # Set directly: `message` is a field of this body but also KaribuError's own argument name.
+        self.extra = {name: value for name, value in body.items() if name not in ("code", "error")}
         self.replayed = replayed
+
+
+class RegistryUnavailableError(ServiceUnavailable):
+    """503 `Registry unavailable` with `message`, `issuer` and `billing` (never charged)."""
+
+    def __init__(self, registry: Registry, billing: dict):
+        super().__init__(REGISTRY_UNAVAILABLE)
+        self.extra = {"message": f"{registry.name} did not answer; nothing was charged. Retry later.",
+                      "issuer": registry.issuer(), "billing": billing}
 
 
 @dataclass(frozen=True)
@@ -111,11 +121,8 @@ def _live_answer(principal, registry: Registry, identifiers: dict[str, str], set
     except RegistryUnavailable:
         if claimed is not None:
             idempotency.release(claimed)
-        raise ServiceUnavailable(
-            REGISTRY_UNAVAILABLE, issuer=registry.issuer(),
-            message=f"{registry.name} did not answer; nothing was charged. Retry later.",
-            billing=_billing(charged=False, amount=Decimal(0), currency=_currency_of(principal, settings)),
-        ) from None
+        raise RegistryUnavailableError(registry, _billing(
+            charged=False, amount=Decimal(0), currency=_currency_of(principal, settings))) from None
     price = agreement_price(principal.institution_id, settings.default_price, settings.default_currency)
     add_charge(institution_id=principal.institution_id, api_key_id=principal.key_id, actor=principal.actor,
                issuer=registry.code, level=identifiers[registry.level_field], outcome=answer.outcome,

@@ -1,6 +1,8 @@
 """Fixtures of the verification tests: an in-process registry simulator and billed institutions."""
 from __future__ import annotations
 
+import io
+import json
 import threading
 from dataclasses import dataclass
 from decimal import Decimal
@@ -68,3 +70,18 @@ def billed_institution(app, factory):
         db.session.commit()
     _, raw_key = factory.api_key(institution)
     return institution, raw_key
+
+
+def post_json(client, path: str, body, headers: dict | None = None, **kwargs):
+    """POST a JSON body, leaving the body readable on `response.request` for the OpenAPI check."""
+    data = json.dumps(body).encode()
+    response = client.post(path, data=data, content_type="application/json", headers=headers or {}, **kwargs)
+    response.request.environ["wsgi.input"] = io.BytesIO(data)
+    return response
+
+
+def post_raw(client, path: str, data: str, headers: dict, content_type: str | None = None):
+    raw = data.encode()
+    response = client.post(path, data=raw, content_type=content_type, headers=headers)
+    response.request.environ["wsgi.input"] = io.BytesIO(raw)
+    return response
