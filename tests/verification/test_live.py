@@ -11,6 +11,7 @@ from core.models import VerificationCharge
 from core.verification.records import RESULT_AUTHENTIC
 from core.verification.simulated_records import SIMULATED_RECORDS
 from tests.conftest import auth_header
+from tests.foundation.test_auth import oidc  # noqa: F401  (fixture)
 from tests.openapi_check import assert_conforms
 from tests.verification.conftest import post_json
 
@@ -111,3 +112,13 @@ def test_issuers_for_a_live_key_have_no_demo_requests(client, billed_institution
     assert response.status_code == 200
     assert_conforms(response)
     assert all("demo_requests" not in issuer for issuer in response.json["data"])
+
+
+def test_oidc_principals_are_billed_to_their_institution(app, client, live_registries, billed_institution, oidc):
+    institution, _ = billed_institution
+    token = oidc.token(institution_id=institution.id)
+    response = post_json(client, "/api/v1/verifications", ONE_PER_LEVEL[7].request, auth_header(token))
+    assert response.status_code == 200
+    assert response.json["billing"] == {"charged": True, "amount": 2.75, "currency": "EUR"}
+    [charge] = charges(app)
+    assert (charge.institution_id, charge.api_key_id, charge.actor) == (institution.id, None, "oidc:sis-sync")

@@ -87,3 +87,12 @@ def test_list_issuers_mirrors_the_definitions():
     assert knec["fields"][2]["enum"] == ["KCPE", "KCSE"]
     assert len(knec["demo_requests"]) == 6
     assert all(validate_request(body)[0].code == "KNEC" for body in knec["demo_requests"])
+
+
+def test_the_docs_publish_every_demo_record():
+    from pathlib import Path
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "verification.md").read_text()
+    for record in DEMO_RECORDS:
+        for value in dict(record.identifiers).values():
+            assert f"`{value}`" in docs, (record.registry, value)
+        assert record.full_name in docs
