@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 RESULT_AUTHENTIC = "authentic"
 RESULT_WITHHELD = "withheld"
 RESULT_CANCELLED = "cancelled"
-RESULTS = (RESULT_AUTHENTIC, RESULT_WITHHELD, RESULT_CANCELLED)
 OUTCOME_NOT_FOUND = "not_found"
 
 # Subjects by registry and level. A-Level/UACE principal subjects come from the combination.

@@ -16,7 +16,7 @@ from core.errors import NotFound, ServiceUnavailable
 from core.extensions import db
 from core.verification import idempotency
 from core.verification.adapters import ADAPTERS, RegistryAdapter, RegistryAnswer, RegistryUnavailable
-from core.verification.billing import Price, add_charge, agreement_price, identifiers_hash
+from core.verification.billing import add_charge, agreement_price, identifiers_hash
 from core.verification.demo import demo_requests, find_demo_record
 from core.verification.records import OUTCOME_NOT_FOUND
 from core.verification.registries import REGISTRIES, Registry
@@ -51,10 +51,6 @@ class RegistryUnavailableError(ServiceUnavailable):
 class VerificationResult:
     body: dict
     replayed: bool = False
-
-    @property
-    def result(self) -> str:
-        return self.body["result"]
 
 
 def list_issuers(include_demo: bool = False) -> list[dict]:
