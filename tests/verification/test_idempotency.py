@@ -1,6 +1,7 @@
 """Idempotency-Key: 24 h replay without a second charge, conflicts, scoping, expiry, failed lookups."""
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 from sqlalchemy import func, select, update
@@ -138,3 +139,21 @@ def test_trial_requests_honour_the_key_without_billing(app, client):
     assert replay.json == first.json
     assert send(client, "sk_trial_demo", MISSING, "trial-1").status_code == 400
     assert ledger_size(app) == 0
+
+
+def test_concurrent_requests_with_one_key_are_billed_once(app, client, live_registries, billed_institution):
+    _, raw_key = billed_institution
+    live_registries.behave("slow", delay=0.3, registry="UNEB")
+    statuses = []
+
+    def attempt():
+        statuses.append(send(app.test_client(), raw_key, RECORD.request, "concurrent").status_code)
+
+    threads = [threading.Thread(target=attempt) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=10)
+    assert sorted(statuses) == [200, 409]
+    assert ledger_size(app) == 1
+    assert send(client, raw_key, RECORD.request, "concurrent").headers["Idempotent-Replayed"] == "true"
