@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from flask import g, jsonify, request
+from werkzeug.exceptions import BadRequest
 
 from api import bp
 from api.auth import trial_allowed
@@ -19,10 +20,11 @@ def create_verification():
     if not request.is_json:
         raise InvalidInput("Request body must be JSON: send 'Content-Type: application/json'",
                            fields=[{"field": "body", "message": "must be a JSON object"}])
-    body = request.get_json(silent=True)
-    if body is None:
+    try:
+        body = request.get_json()
+    except BadRequest:
         raise InvalidInput("Request body is not valid JSON",
-                           fields=[{"field": "body", "message": "must be a JSON object"}])
+                           fields=[{"field": "body", "message": "must be a JSON object"}]) from None
     result = verify(g.principal, body, request.headers.get(IDEMPOTENCY_HEADER))
     response = jsonify(result.body)
     if result.replayed:

@@ -57,3 +57,9 @@ def test_malformed_idempotency_key_is_400(client, key):
     assert response.status_code == 400
     assert_conforms(response)
     assert response.json["header"] == "Idempotency-Key"
+
+
+def test_json_null_is_not_an_object(client):
+    response = post_raw(client, "/api/v1/verifications", "null", TRIAL, "application/json")
+    assert response.status_code == 400
+    assert response.json["fields"] == [{"field": "body", "message": "must be a JSON object"}]
