@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -107,6 +108,7 @@ def main() -> None:
         for process in processes:
             process.terminate()
             process.wait(timeout=10)
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def run(options, simulator_url: str, app_port: int, api_key: str) -> None:
