@@ -17,6 +17,7 @@ from api.health import health_bp
 from core.cli import COMMANDS
 from core.config import Settings
 from core.extensions import csrf, db, limiter, login_manager, migrate
+from core.verification.cli import registry_simulator_command
 from jobs.cli import worker_command
 from portal.errors import html_error
 
@@ -102,6 +103,7 @@ def register_errorhandlers(app: Flask) -> None:
 def register_commands(app: Flask) -> None:
     for command in (*COMMANDS, worker_command):
         app.cli.add_command(command)
+    app.cli.add_command(registry_simulator_command)
 
 
 app = create_app()

@@ -16,7 +16,7 @@ HTTP_MESSAGES = {
 }
 
 
-def json_error(status: int, message: str, **extra):
+def json_error(status: int, message: str, /, **extra):
     response = jsonify({"code": status, "error": message, **extra})
     response.status_code = status
     return response

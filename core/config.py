@@ -45,6 +45,7 @@ class Settings(BaseSettings):
     REGISTRY_READ_TIMEOUT: float = 10.0
     VERIFICATION_DEFAULT_PRICE: str = "1.50"
     VERIFICATION_DEFAULT_CURRENCY: str = "USD"
+    VERIFICATION_HASH_KEY: str = ""
     # --- webhooks ---
     WEBHOOK_ALLOW_PRIVATE_TARGETS: bool = False
     WEBHOOK_ALLOW_HTTP: bool = False

@@ -11,5 +11,6 @@ from core.models.identity import ApiKey, Institution, User  # noqa: F401
 # --- read-side ---
 # --- bulk-docs ---
 # --- verification ---
+from core.models.verification import VerificationCharge, VerificationIdempotency  # noqa: F401
 # --- webhooks ---
 # --- portal ---
