@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import requests
 import urllib3
 from requests.adapters import HTTPAdapter
+from requests.structures import CaseInsensitiveDict
 from requests_hardened import Config, HTTPSession
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
@@ -136,6 +137,11 @@ class PinnedAddressAdapter(HTTPAdapter):
         if pinned is None:
             raise requests.exceptions.InvalidURL("webhook requests must carry a vetted address")
         hostname = host_params["host"]
+        host_header = f"[{hostname}]" if ":" in hostname else hostname
+        if host_params["port"] is not None:
+            host_header += f":{host_params['port']}"
+        request.headers = CaseInsensitiveDict(request.headers or {})
+        request.headers["Host"] = host_header
         if host_params["scheme"] == "https":
             pool_kwargs["assert_hostname"] = hostname
             pool_kwargs["server_hostname"] = hostname

@@ -84,6 +84,9 @@ class ReceiverServer(ThreadingHTTPServer):
         if ssl_context is not None:
             self.socket = ssl_context.wrap_socket(self.socket, server_side=True, do_handshake_on_connect=False)
 
+    def handle_error(self, request, client_address):
+        """Failed handshakes are expected in TLS failure tests."""
+
     def get_request(self):
         sock, address = super().get_request()
         with self._lock:
