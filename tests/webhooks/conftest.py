@@ -1,11 +1,6 @@
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from webhook_receiver import Receiver  # noqa: E402
+from tests.webhooks.webhook_receiver import Receiver
 
 
 @pytest.fixture

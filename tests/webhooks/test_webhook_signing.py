@@ -4,7 +4,7 @@ import time
 import pytest
 
 from core.webhooks.signing import SecretBox, delivery_headers, generate_secret, sign
-from independent_verifier import Rejected, verify
+from tests.webhooks.independent_verifier import Rejected, verify
 
 
 def signed(secret, body, timestamp):

@@ -7,8 +7,8 @@ import trustme
 
 from core.webhooks.signing import delivery_headers
 from core.webhooks.transport import Transport, TransportSettings
-from independent_verifier import verify
-from webhook_receiver import FakeResolver, Receiver
+from tests.webhooks.independent_verifier import verify
+from tests.webhooks.webhook_receiver import FakeResolver, Receiver
 
 SECRET = "whsec_transport_test"
 

@@ -5,7 +5,7 @@ import urllib3.util.connection
 
 from core.webhooks.transport import Transport, TransportSettings
 from core.webhooks.urls import UnsafeURL, check_url
-from webhook_receiver import FakeResolver
+from tests.webhooks.webhook_receiver import FakeResolver
 
 PUBLIC_V4 = "93.184.216.34"
 PUBLIC_V6 = "2606:4700::1111"
