@@ -1,0 +1,1 @@
+"""Routes of the applications area, registered on `api.bp`."""

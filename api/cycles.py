@@ -1,0 +1,1 @@
+"""Routes of the cycles area, registered on `api.bp`."""

@@ -1,0 +1,43 @@
+"""JSON errors for `/api/v1`: always `{"code": status, "error": text, ...}`; 500 never leaks details."""
+from __future__ import annotations
+
+from flask import current_app, g, jsonify, request
+from werkzeug.exceptions import HTTPException
+
+from core.errors import KaribuError
+
+INTERNAL_ERROR = "Internal server error"
+HTTP_MESSAGES = {
+    400: "Bad request",
+    404: "Not found",
+    405: "Method not allowed",
+    415: "Unsupported media type: send JSON with 'Content-Type: application/json'",
+    429: "Rate limit exceeded: slow down and retry after the number of seconds in Retry-After",
+}
+
+
+def json_error(status: int, message: str, **extra):
+    response = jsonify({"code": status, "error": message, **extra})
+    response.status_code = status
+    return response
+
+
+def handle_api_exception(exc: Exception):
+    if isinstance(exc, KaribuError):
+        return json_error(exc.status, exc.message, **exc.extra)
+    if isinstance(exc, HTTPException):
+        status = exc.code or 500
+        if status == 413:
+            limit = current_app.config.get("MAX_CONTENT_LENGTH")
+            message = f"Request body too large: at most {limit} bytes" if limit else "Request body too large"
+        elif status == 405:
+            message = f"Method {request.method} not allowed on {request.path}"
+        else:
+            message = HTTP_MESSAGES.get(status) or (exc.description if status < 500 else INTERNAL_ERROR)
+        response = json_error(status, message)
+        for name, value in exc.get_response().headers.items():
+            if name in ("Allow", "Retry-After"):
+                response.headers[name] = value
+        return response
+    current_app.logger.exception("Unhandled error in request %s", g.get("request_id", "-"))
+    return json_error(500, INTERNAL_ERROR)

@@ -1,0 +1,34 @@
+"""The OpenAPI 3.1 document: `base.yaml` plus one fragment per API area, merged once per process."""
+from __future__ import annotations
+
+import copy
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+HERE = Path(__file__).parent
+FRAGMENTS = ("applications", "cycles", "updates", "zip", "verifications")
+
+
+def _merge(target: dict, source: dict, where: str) -> None:
+    for name, value in source.items():
+        if isinstance(value, dict) and isinstance(target.get(name), dict):
+            _merge(target[name], value, f"{where}.{name}")
+        elif name in target:
+            raise ValueError(f"OpenAPI fragments both define {where}.{name}")
+        else:
+            target[name] = value
+
+
+@lru_cache(maxsize=1)
+def _document() -> dict:
+    document = yaml.safe_load((HERE / "base.yaml").read_text())
+    for fragment in FRAGMENTS:
+        loaded = yaml.safe_load((HERE / f"{fragment}.yaml").read_text()) or {}
+        _merge(document, loaded, fragment)
+    return document
+
+
+def openapi_document() -> dict:
+    return copy.deepcopy(_document())

@@ -1,0 +1,1 @@
+"""Routes of the updates area, registered on `api.bp`."""

@@ -1,0 +1,1 @@
+"""Routes of the verifications area, registered on `api.bp`."""

@@ -1,0 +1,1 @@
+"""Routes of the zip area, registered on `api.bp`."""

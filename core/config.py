@@ -1,0 +1,66 @@
+"""Configuration from environment variables (and a `.env` file in development).
+
+Every setting is documented in the README with its default. `Settings().flask_config()` gives the Flask
+config mapping; tests pass overrides to `create_app` instead of touching the environment.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+INSTANCE_DIR = PROJECT_ROOT / "instance"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
+
+    # --- foundation ---
+    SECRET_KEY: str = "dev-insecure-secret-change-me"
+    DATABASE_URL: str = f"sqlite:///{INSTANCE_DIR / 'karibu.db'}"
+    REDIS_URL: str = "redis://localhost:6379/0"
+    TRIAL_API_KEY: str = "sk_trial_demo"
+    EDGE_SHARED_SECRET: str = ""
+    API_RATE_LIMIT: str = "600/minute"
+    API_MAX_BODY_BYTES: int = 1_048_576
+    OIDC_ISSUER: str = ""
+    OIDC_AUDIENCE: str = ""
+    OIDC_JWKS_URL: str = ""
+    OIDC_INSTITUTION_CLAIM: str = "institution_id"
+    LOG_LEVEL: str = "INFO"
+    # --- read-side ---
+    # --- bulk-docs ---
+    DOCUMENT_STORAGE_DIR: str = str(INSTANCE_DIR / "documents")
+    EMIT_APPLICATION_UPDATED: bool = False
+    # --- verification ---
+    REGISTRY_NESA_URL: str = "http://127.0.0.1:8765/nesa"
+    REGISTRY_NESA_TOKEN: str = "simulator-nesa-token"
+    REGISTRY_UNEB_URL: str = "http://127.0.0.1:8765/uneb"
+    REGISTRY_UNEB_TOKEN: str = "simulator-uneb-token"
+    REGISTRY_KNEC_URL: str = "http://127.0.0.1:8765/knec"
+    REGISTRY_KNEC_TOKEN: str = "simulator-knec-token"
+    REGISTRY_CONNECT_TIMEOUT: float = 3.0
+    REGISTRY_READ_TIMEOUT: float = 10.0
+    VERIFICATION_DEFAULT_PRICE: str = "1.50"
+    VERIFICATION_DEFAULT_CURRENCY: str = "USD"
+    # --- webhooks ---
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: bool = False
+    WEBHOOK_ALLOW_HTTP: bool = False
+    WEBHOOK_CA_BUNDLE: str = ""
+    # --- portal ---
+
+    def flask_config(self) -> dict:
+        config = self.model_dump()
+        config["SQLALCHEMY_DATABASE_URI"] = normalise_database_url(self.DATABASE_URL)
+        config["MAX_CONTENT_LENGTH"] = self.API_MAX_BODY_BYTES
+        config["RATELIMIT_STORAGE_URI"] = self.REDIS_URL
+        return config
+
+
+def normalise_database_url(url: str) -> str:
+    """Accept the usual `postgres://` / `postgresql://` forms and route them through psycopg 3."""
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    return url

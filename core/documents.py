@@ -1,0 +1,40 @@
+"""Content-addressed document storage: a file's name is its SHA-256, so identical files are stored once."""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+from typing import BinaryIO
+
+from flask import current_app
+
+
+class DocumentStorage:
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root)
+
+    def path(self, sha256: str) -> Path:
+        return self.root / sha256[:2] / sha256[2:4] / sha256
+
+    def exists(self, sha256: str) -> bool:
+        return self.path(sha256).is_file()
+
+    def put(self, data: bytes) -> str:
+        """Store `data` (atomically: write to a temporary file, then rename) and return its SHA-256."""
+        digest = hashlib.sha256(data).hexdigest()
+        target = self.path(digest)
+        if target.is_file():
+            return digest
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=target.parent, delete=False) as handle:
+            handle.write(data)
+        os.replace(handle.name, target)
+        return digest
+
+    def open(self, sha256: str) -> BinaryIO:
+        return self.path(sha256).open("rb")
+
+
+def document_storage() -> DocumentStorage:
+    return DocumentStorage(current_app.config["DOCUMENT_STORAGE_DIR"])

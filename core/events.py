@@ -1,0 +1,83 @@
+"""Event emission: one function per event type, building the spec's payload and writing the Event row.
+
+Each function adds to the caller's session and does not commit: the event is stored in the same transaction
+as the change that caused it (outbox).
+"""
+from __future__ import annotations
+
+from core.extensions import db
+from core.models import Application, Decision, Event, Payment, utcnow
+from core.timefmt import isoformat_z
+
+
+def _record(institution_id: str, event_type: str, data: dict, subject_id: str | None = None) -> Event:
+    event = Event(institution_id=institution_id, type=event_type, occurred_at=utcnow(), payload=data,
+                  subject_id=subject_id)
+    db.session.add(event)
+    return event
+
+
+def _application_payload(application: Application) -> dict:
+    applicant = application.applicant
+    return {
+        "submission_id": application.id,
+        "admission_id": application.applicant_id,
+        "institution_id": application.institution_id,
+        "program_id": application.program_id,
+        "cycle_id": application.cycle_id,
+        "campus_id": application.campus_id,
+        "stage_id": application.stage,
+        "submitted_at": isoformat_z(application.submitted_at),
+        "submitted_by_staff": bool(application.submitted_by_staff),
+        "applicant": {"first_name": applicant.first_name, "last_name": applicant.last_name},
+    }
+
+
+def emit_application_submitted(application: Application) -> Event:
+    return _record(application.institution_id, "application.submitted", _application_payload(application),
+                   application.id)
+
+
+def emit_application_updated(application: Application) -> Event:
+    return _record(application.institution_id, "application.updated", _application_payload(application),
+                   application.id)
+
+
+def emit_decision_sent(decision: Decision) -> Event:
+    application = decision.application
+    return _record(decision.institution_id, "decision.sent", {
+        "decision_id": decision.id,
+        "submission_id": application.id,
+        "admission_id": application.applicant_id,
+        "institution_id": decision.institution_id,
+        "decision_status": decision.status,
+        "sent_at": isoformat_z(decision.sent_at),
+    }, application.id)
+
+
+def emit_decision_responded(decision: Decision) -> Event:
+    return _record(decision.institution_id, "decision.responded", {
+        "decision_id": decision.id,
+        "submission_id": decision.application_id,
+        "institution_id": decision.institution_id,
+        "response": decision.response,
+        "responded_at": isoformat_z(decision.responded_at),
+    }, decision.application_id)
+
+
+def emit_payment_completed(payment: Payment) -> Event:
+    return _record(payment.institution_id, "payment.completed", {
+        "payment_id": payment.id,
+        "submission_id": payment.application_id,
+        "institution_id": payment.institution_id,
+        "amount": float(payment.amount) if payment.amount is not None else None,
+        "currency": payment.currency,
+        "processor": payment.processor,
+    }, payment.application_id)
+
+
+def emit_webhook_test(institution_id: str) -> Event:
+    return _record(institution_id, "webhook.test", {
+        "message": "This is a test event from Karibu.",
+        "institution_id": institution_id,
+    })

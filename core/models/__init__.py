@@ -1,0 +1,15 @@
+"""All models, imported here so that Alembic and the app see the whole metadata."""
+# --- foundation ---
+from core.models.admissions import (  # noqa: F401
+    Applicant, Application, Cycle, Decision, Payment, Program, Stage, cycle_programs,
+)
+from core.models.audit import AuditLog  # noqa: F401
+from core.models.base import Base, new_id, utcnow  # noqa: F401
+from core.models.documents import Document  # noqa: F401
+from core.models.events import Event  # noqa: F401
+from core.models.identity import ApiKey, Institution, User  # noqa: F401
+# --- read-side ---
+# --- bulk-docs ---
+# --- verification ---
+# --- webhooks ---
+# --- portal ---

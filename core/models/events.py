@@ -1,0 +1,22 @@
+"""The event outbox: every event is written in the same transaction as the change that caused it."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import JSON, DateTime, ForeignKey, Index, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from core.models.base import Base, new_id, utcnow
+
+
+class Event(Base):
+    __tablename__ = "events"
+    __table_args__ = (Index("ix_events_institution_occurred", "institution_id", "occurred_at"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=lambda: new_id("evt"))
+    institution_id: Mapped[str] = mapped_column(ForeignKey("institutions.id"))
+    type: Mapped[str] = mapped_column(String(64))
+    occurred_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # The `data` object of the delivered envelope; the subject lets the portal build a timeline.
+    payload: Mapped[dict] = mapped_column(JSON)
+    subject_id: Mapped[str | None] = mapped_column(String(32), nullable=True, index=True)

@@ -1,0 +1,35 @@
+"""The one place where institution data is scoped to the caller's institution.
+
+Every query of institution-owned rows goes through an `InstitutionScope`, so a foreign id behaves exactly
+like a missing one and no view can forget the filter.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import Select, select
+
+from core.errors import NotFound
+from core.extensions import db
+
+
+@dataclass(frozen=True)
+class InstitutionScope:
+    institution_id: str
+
+    def select(self, model, *columns) -> Select:
+        """`SELECT model (or the given columns) WHERE model.institution_id = <this institution>`."""
+        statement = select(*columns) if columns else select(model)
+        return statement.where(model.institution_id == self.institution_id)
+
+    def get(self, model, object_id: str):
+        """The row with this id in this institution, or None when it is missing or belongs elsewhere."""
+        if not isinstance(object_id, str):
+            return None
+        return db.session.scalars(self.select(model).where(model.id == object_id)).one_or_none()
+
+    def require(self, model, object_id: str, what: str | None = None):
+        found = self.get(model, object_id)
+        if found is None:
+            raise NotFound(f"{what or model.__name__} not found")
+        return found

@@ -1,0 +1,28 @@
+"""ISO-8601 UTC parsing and formatting shared by records, filters and cursors."""
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+
+
+def isoformat_z(value: datetime | None) -> str | None:
+    """`2026-03-01T08:15:00Z` (microseconds kept when present) for a naive-UTC or aware datetime."""
+    if value is None:
+        return None
+    if value.tzinfo is not None:
+        value = value.astimezone(timezone.utc).replace(tzinfo=None)
+    return value.isoformat() + "Z"
+
+
+def parse_utc(text: str) -> datetime:
+    """Parse an ISO date or datetime; naive input is UTC. Returns naive UTC. Raises ValueError."""
+    text = text.strip()
+    if not text:
+        raise ValueError("empty")
+    if len(text) == 10:
+        return datetime.combine(date.fromisoformat(text), datetime.min.time())
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    parsed = datetime.fromisoformat(text)
+    if parsed.tzinfo is not None:
+        parsed = parsed.astimezone(timezone.utc).replace(tzinfo=None)
+    return parsed

@@ -1,0 +1,1 @@
+"""RQ job functions (grouped by domain) and the worker entry point. Jobs call `core`."""

@@ -1,0 +1,120 @@
+"""Shared fixtures.
+
+The database is chosen by KARIBU_TEST_DB (`sqlite`, the default, or `postgres`). For PostgreSQL a private
+database is created for the pytest session and dropped afterwards, so parallel runs never collide; every
+table is emptied after each test. Redis is the real one at KARIBU_TEST_REDIS_URL.
+
+Do not make test-client requests inside `with app.app_context():` blocks: Flask would reuse that context (and
+its `g`) for the request. Factories open their own short contexts and return detached rows.
+"""
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+import redis
+from flask_migrate import upgrade
+from sqlalchemy import create_engine, text
+
+from core.config import normalise_database_url
+from core.extensions import db as _db
+from tests.factories import Factory
+from wsgi import create_app
+
+TEST_DB = os.environ.get("KARIBU_TEST_DB", "sqlite")
+POSTGRES_ADMIN_URL = normalise_database_url(
+    os.environ.get("KARIBU_TEST_POSTGRES_URL", "postgresql://root@127.0.0.1:5432/postgres"))
+REDIS_URL = os.environ.get("KARIBU_TEST_REDIS_URL", "redis://127.0.0.1:6379/1")
+
+
+def _create_postgres_database() -> str:
+    name = f"karibu_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    return name
+
+
+def _drop_postgres_database(name: str) -> None:
+    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def database_url(tmp_path_factory):
+    if TEST_DB == "postgres":
+        name = _create_postgres_database()
+        yield POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + "/" + name
+        _drop_postgres_database(name)
+    elif TEST_DB == "sqlite":
+        yield f"sqlite:///{tmp_path_factory.mktemp('db') / 'karibu.db'}"
+    else:
+        raise pytest.UsageError("KARIBU_TEST_DB must be sqlite or postgres")
+
+
+def app_config(database_url: str, storage_dir) -> dict:
+    return {
+        "TESTING": True,
+        "SQLALCHEMY_DATABASE_URI": database_url,
+        "SECRET_KEY": "test-secret-key",
+        "REDIS_URL": REDIS_URL,
+        "RATELIMIT_STORAGE_URI": REDIS_URL,
+        "RATELIMIT_KEY_PREFIX": f"karibu-test-{uuid.uuid4().hex[:8]}",
+        "API_RATE_LIMIT": "100000/minute",
+        "DOCUMENT_STORAGE_DIR": str(storage_dir),
+        "TRIAL_API_KEY": "sk_trial_demo",
+        "EDGE_SHARED_SECRET": "",
+    }
+
+
+@pytest.fixture(scope="session")
+def app(database_url, tmp_path_factory):
+    app = create_app(app_config(database_url, tmp_path_factory.mktemp("documents")))
+    with app.app_context():
+        upgrade(directory=os.path.join(app.root_path, "migrations"))
+    yield app
+    with app.app_context():
+        _db.engine.dispose()
+
+
+@pytest.fixture(autouse=True)
+def _clean_database(request):
+    """Empty every table after each test that used the app (schema stays)."""
+    yield
+    if "app" not in request.fixturenames:
+        return
+    app = request.getfixturevalue("app")
+    with app.app_context():
+        _db.session.remove()
+        tables = [table.name for table in reversed(_db.metadata.sorted_tables)]
+        with _db.engine.begin() as connection:
+            if connection.dialect.name == "postgresql":
+                connection.execute(text(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE"))
+            else:
+                for table in tables:
+                    connection.execute(text(f"DELETE FROM {table}"))
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@pytest.fixture
+def factory(app):
+    return Factory(app)
+
+
+@pytest.fixture
+def redis_client():
+    client = redis.Redis.from_url(REDIS_URL)
+    yield client
+    client.close()
+
+
+def auth_header(raw_key: str) -> dict:
+    return {"Authorization": f"Bearer {raw_key}"}

@@ -1,0 +1,114 @@
+import json
+import uuid
+
+import pytest
+
+import api
+from core.errors import KaribuError
+from tests.conftest import app_config, auth_header
+from tests.openapi_check import assert_conforms
+from wsgi import create_app
+
+
+def test_every_response_carries_a_request_id(client):
+    response = client.get("/api/v1/openapi.json")
+    assert len(response.headers["X-Request-Id"]) >= 8
+    response = client.get("/api/v1/openapi.json", headers={"X-Request-Id": "trace-1234-abcd"})
+    assert response.headers["X-Request-Id"] == "trace-1234-abcd"
+    response = client.get("/api/v1/openapi.json", headers={"X-Request-Id": "bad id with spaces"})
+    assert response.headers["X-Request-Id"] != "bad id with spaces"
+    assert client.get("/no-such-page").headers["X-Request-Id"]
+
+
+def test_unknown_api_path_and_wrong_method_are_json(client, factory):
+    _, raw_key = factory.api_key(factory.institution())
+    response = client.get("/api/v1/no-such-thing", headers=auth_header(raw_key))
+    assert response.status_code == 404 and response.json == {"code": 404, "error": "Not found"}
+    response = client.post("/api/v1/institution", headers=auth_header(raw_key))
+    assert response.status_code == 405
+    assert response.json == {"code": 405, "error": "Method POST not allowed on /api/v1/institution"}
+    assert "GET" in response.headers["Allow"]
+
+
+def test_portal_errors_are_html(client):
+    response = client.get("/no-such-page")
+    assert response.status_code == 404 and response.mimetype == "text/html"
+
+
+def test_unexpected_error_is_generic_500_with_details_only_in_the_log(client, monkeypatch, caplog):
+    secret_detail = "database password is hunter2"
+
+    def explode():
+        raise RuntimeError(secret_detail)
+
+    monkeypatch.setattr(api, "openapi_document", explode)
+    response = client.get("/api/v1/openapi.json", headers={"X-Request-Id": "req-500-check"})
+    assert response.status_code == 500
+    assert response.json == {"code": 500, "error": "Internal server error"}
+    assert secret_detail not in response.get_data(as_text=True)
+    logged = [record for record in caplog.records if record.levelname == "ERROR"]
+    assert any(record.request_id == "req-500-check" and record.exc_info and
+               secret_detail in str(record.exc_info[1]) for record in logged)
+
+
+def test_domain_error_extra_fields_are_rendered(client, monkeypatch):
+    def refuse():
+        raise KaribuError("Registry unavailable")
+
+    monkeypatch.setattr(api, "openapi_document", refuse)
+    assert client.get("/api/v1/openapi.json").json == {"code": 500, "error": "Registry unavailable"}
+
+
+def test_edge_gate(app, client, factory, monkeypatch):
+    _, raw_key = factory.api_key(factory.institution())
+    assert client.get("/api/v1/institution", headers=auth_header(raw_key)).status_code == 200  # gate off
+
+    monkeypatch.setitem(app.config, "EDGE_SHARED_SECRET", "edge-secret-value")
+    for headers in ({}, {"X-Edge-Auth": "wrong"}, {"X-Edge-Auth": "edge-secret-valu"}):
+        response = client.get("/api/v1/institution", headers={**auth_header(raw_key), **headers})
+        assert response.status_code == 403
+        assert response.json == {"code": 403,
+                                 "error": "Forbidden: request did not come through the official endpoint"}
+        assert_conforms(response)
+    # Unknown paths are gated too, before anything else is revealed.
+    assert client.get("/api/v1/no-such-thing").status_code == 403
+    response = client.get("/api/v1/institution",
+                          headers={**auth_header(raw_key), "X-Edge-Auth": "edge-secret-value"})
+    assert response.status_code == 200
+
+
+def test_rate_limit_is_shared_between_app_instances(database_url, tmp_path, factory, redis_client):
+    """Two app objects (think: two gunicorn machines) share one Redis counter per key."""
+    _, raw_key = factory.api_key(factory.institution())
+    config = app_config(database_url, tmp_path)
+    config.update(API_RATE_LIMIT="3/minute", RATELIMIT_KEY_PREFIX=f"shared-{uuid.uuid4().hex[:8]}")
+    first, second = create_app(config).test_client(), create_app(config).test_client()
+    statuses = [client.get("/api/v1/institution", headers=auth_header(raw_key)).status_code
+                for client in (first, second, first)]
+    assert statuses == [200, 200, 200]
+    response = second.get("/api/v1/institution", headers=auth_header(raw_key))
+    assert response.status_code == 429
+    assert response.json["code"] == 429 and "Retry-After" in response.json["error"]
+    assert 0 < int(response.headers["Retry-After"]) <= 60
+    assert_conforms(response)
+    # Another key has its own budget.
+    _, other_key = factory.api_key(factory.institution())
+    assert first.get("/api/v1/institution", headers=auth_header(other_key)).status_code == 200
+    # Unauthenticated callers are limited by address.
+    assert [first.get("/api/v1/institution").status_code for _ in range(4)] == [401, 401, 401, 429]
+
+
+def test_healthz_reports_database_and_redis(client, app, monkeypatch):
+    response = client.get("/healthz")
+    assert response.status_code == 200 and response.json == {"status": "ok", "database": "ok", "redis": "ok"}
+    monkeypatch.setitem(app.extensions, "karibu_redis", __import__("redis").Redis(port=1, socket_timeout=0.2))
+    response = client.get("/healthz")
+    assert response.status_code == 503 and response.json["redis"] == "unreachable"
+
+
+def test_openapi_document_is_valid(client):
+    from openapi_spec_validator import validate
+    document = client.get("/api/v1/openapi.json").json
+    validate(document)
+    assert document["openapi"].startswith("3.1")
+    assert json.dumps(document)

@@ -1,0 +1,47 @@
+import os
+import subprocess
+import sys
+import uuid
+
+from sqlalchemy import create_engine, inspect, text
+
+from tests.conftest import POSTGRES_ADMIN_URL, TEST_DB
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _flask(database_url: str, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "DATABASE_URL": database_url}
+    return subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def _empty_database(tmp_path):
+    if TEST_DB != "postgres":
+        return f"sqlite:///{tmp_path / 'fresh.db'}", None
+    name = f"karibu_migrate_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    return POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + "/" + name, (admin, name)
+
+
+def test_migrations_upgrade_downgrade_upgrade_on_an_empty_database(tmp_path):
+    url, cleanup = _empty_database(tmp_path)
+    try:
+        for step in (("db", "upgrade"), ("db", "downgrade", "base"), ("db", "upgrade")):
+            result = _flask(url, *step)
+            assert result.returncode == 0, result.stderr
+        engine = create_engine(url)
+        tables = set(inspect(engine).get_table_names())
+        engine.dispose()
+        assert {"institutions", "users", "api_keys", "programs", "cycles", "stages", "applicants", "applications",
+                "decisions", "payments", "documents", "audit_log", "events"} <= tables
+        seeded = _flask(url, "seed-demo", "--applications", "5", "--json")
+        assert seeded.returncode == 0, seeded.stderr
+    finally:
+        if cleanup:
+            admin, name = cleanup
+            with admin.connect() as connection:
+                connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            admin.dispose()

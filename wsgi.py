@@ -1,0 +1,102 @@
+"""Composition root: `create_app()` wires core, api, portal and jobs. Nothing imports this module back."""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import uuid
+
+from flask import Flask, g, request
+
+import api
+import core.models  # noqa: F401  (every model registered before migrations or queries run)
+import portal
+from api.errors import handle_api_exception
+from api.health import health_bp
+from core.cli import COMMANDS
+from core.config import Settings
+from core.extensions import csrf, db, limiter, login_manager, migrate
+from jobs.cli import worker_command
+from portal.errors import html_error
+
+REQUEST_ID_HEADER = "X-Request-Id"
+_ACCEPTABLE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
+
+
+def create_app(overrides: dict | None = None) -> Flask:
+    app = Flask(__name__, template_folder="templates", static_folder="static", instance_relative_config=True)
+    app.config.update(Settings().flask_config())
+    app.config.update(overrides or {})
+    os.makedirs(app.instance_path, exist_ok=True)  # home of the default SQLite file and documents
+    configure_logging(app)
+    register_request_id(app)
+    register_extensions(app)
+    register_blueprints(app)
+    register_errorhandlers(app)
+    register_commands(app)
+    return app
+
+
+class _RequestIdFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            record.request_id = g.get("request_id", "-")
+        except RuntimeError:  # outside a request or app context
+            record.request_id = "-"
+        return True
+
+
+def configure_logging(app: Flask) -> None:
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s [%(request_id)s] %(name)s: %(message)s"))
+    handler.addFilter(_RequestIdFilter())
+    app.logger.handlers[:] = [handler]
+    app.logger.addFilter(_RequestIdFilter())
+    app.logger.setLevel(app.config["LOG_LEVEL"])
+
+
+def register_request_id(app: Flask) -> None:
+    """Every response carries X-Request-Id (the caller's, when it is a sane value, else a new one)."""
+    @app.before_request
+    def assign_request_id():
+        incoming = request.headers.get(REQUEST_ID_HEADER, "")
+        g.request_id = incoming if _ACCEPTABLE_REQUEST_ID.match(incoming) else uuid.uuid4().hex
+
+    @app.after_request
+    def expose_request_id(response):
+        response.headers[REQUEST_ID_HEADER] = g.get("request_id") or uuid.uuid4().hex
+        return response
+
+
+def register_extensions(app: Flask) -> None:
+    db.init_app(app)
+    migrate.init_app(app, db, directory=str(app.root_path + "/migrations"))
+    login_manager.init_app(app)
+    csrf.init_app(app)
+    limiter.init_app(app)
+
+
+def register_blueprints(app: Flask) -> None:
+    csrf.exempt(api.bp)
+    app.register_blueprint(api.bp)
+    app.register_blueprint(health_bp)
+    app.register_blueprint(portal.bp)
+
+
+def register_errorhandlers(app: Flask) -> None:
+    def dispatch(exc: Exception):
+        if getattr(exc, "code", None) and exc.code < 400:  # routing redirects are not errors
+            return exc
+        if request.path.startswith(api.API_PREFIX):
+            return handle_api_exception(exc)
+        return html_error(exc)
+
+    app.register_error_handler(Exception, dispatch)
+
+
+def register_commands(app: Flask) -> None:
+    for command in (*COMMANDS, worker_command):
+        app.cli.add_command(command)
+
+
+app = create_app()
