@@ -16,6 +16,7 @@ from api.health import health_bp
 from core.cli import COMMANDS
 from core.config import Settings
 from core.extensions import csrf, db, limiter, login_manager, migrate
+from core.webhooks.cli import webhooks_group
 from jobs.cli import worker_command
 from portal.errors import html_error
 
@@ -97,6 +98,7 @@ def register_errorhandlers(app: Flask) -> None:
 def register_commands(app: Flask) -> None:
     for command in (*COMMANDS, worker_command):
         app.cli.add_command(command)
+    app.cli.add_command(webhooks_group)
 
 
 app = create_app()

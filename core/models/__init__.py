@@ -12,4 +12,5 @@ from core.models.identity import ApiKey, Institution, User  # noqa: F401
 # --- bulk-docs ---
 # --- verification ---
 # --- webhooks ---
+from core.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookEndpoint  # noqa: F401
 # --- portal ---

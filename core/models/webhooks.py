@@ -35,7 +35,7 @@ class WebhookDelivery(Base):
     __tablename__ = "webhook_deliveries"
     __table_args__ = (
         Index("ix_webhook_deliveries_institution_created", "institution_id", "created_at", "id"),
-        Index("ix_webhook_deliveries_institution_status_created", "institution_id", "status", "created_at"),
+        Index("ix_webhook_deliveries_institution_status_created", "institution_id", "status", "created_at", "id"),
         Index("ix_webhook_deliveries_status_next", "status", "next_attempt_at"),
     )
 
