@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from rq import Worker, get_current_job
+from rq import SimpleWorker, get_current_job
 from rq.job import Job
 
 from core.extensions import redis_connection
@@ -47,7 +47,7 @@ def ensure_sweep_scheduled() -> bool:
     return True
 
 
-class SweepingWorker(Worker):
+class SweepingWorker(SimpleWorker):
     """An RQ worker that keeps the sweep chain alive (checked at start and every maintenance pass)."""
 
     def __init__(self, *args, **kwargs):

@@ -49,8 +49,6 @@ class WebhookDelivery(Base):
     last_response_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
     last_error_class: Mapped[str | None] = mapped_column(String(32), nullable=True)
     next_attempt_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
-    # When a job was last queued for it: the sweep re-queues due deliveries whose job went missing.
-    enqueued_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
     # Claim: a worker owns the next attempt until lease_expires_at (a killed worker's claim lapses).
     lease_token: Mapped[str | None] = mapped_column(String(32), nullable=True)
     lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)

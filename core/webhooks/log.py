@@ -13,7 +13,7 @@ from core.extensions import db
 from core.models.webhooks import DELIVERY_STATUSES, WebhookAttempt, WebhookDelivery
 from core.scoping import InstitutionScope
 from core.webhooks.endpoints import require_endpoint
-from core.webhooks.outbox import add_delivery_for, enqueue_after_commit
+from core.webhooks.outbox import drain_after_commit
 from core.webhooks.runtime import runtime
 
 MAX_LOG_LIMIT = 200
@@ -75,7 +75,7 @@ def redeliver(institution_id: str, delivery_id: str) -> WebhookDelivery:
     """Queue one more attempt of a delivery now, whatever its status (a delivered one is sent again)."""
     _require_enabled_endpoint(institution_id)
     delivery = InstitutionScope(institution_id).require(WebhookDelivery, delivery_id, what="Delivery")
-    if delivery.lease_token is not None and delivery.lease_expires_at and delivery.lease_expires_at > runtime.clock.now():
+    if delivery.lease_expires_at is not None and delivery.lease_expires_at > runtime.clock.now():
         raise Conflict("The delivery is being attempted right now")
     _make_due(delivery)
     db.session.commit()
@@ -103,9 +103,8 @@ def _make_due(delivery: WebhookDelivery) -> None:
     now = runtime.clock.now()
     delivery.status = "pending"
     delivery.next_attempt_at = now
-    delivery.enqueued_at = now
     delivery.lease_token = delivery.lease_expires_at = None
-    enqueue_after_commit(delivery.id)
+    drain_after_commit()
 
 
 def send_test_ping(institution_id: str) -> WebhookDelivery:

@@ -1,7 +1,9 @@
-"""The outbox: delivery rows written in the caller's transaction, jobs queued only after it commits.
+"""The outbox: delivery rows written in the caller's transaction, a worker woken only after it commits.
 
-If queueing fails (Redis down) or the job is lost later, the periodic sweep finds the due delivery in
-the database and queues it again: the database is the source of truth.
+The database is the queue and the source of truth; RQ jobs are wake-up calls. After a commit that made
+deliveries due, one drain job is queued unless one is already waiting (a short-lived Redis flag), and the
+drain attempts every due delivery. If queueing fails (Redis down) or the job is lost, the periodic sweep
+finds the due deliveries in the database and wakes a worker again.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import logging
 from sqlalchemy import event as sa_event
 from sqlalchemy.orm import Session
 
-from core.extensions import db
+from core.extensions import db, redis_connection
 from core.models import Event, new_id
 from core.models.webhooks import WebhookDelivery
 from core.queue import enqueue
@@ -20,9 +22,13 @@ from core.webhooks.runtime import runtime
 
 log = logging.getLogger(__name__)
 
-DELIVER_JOB = "jobs.deliveries.deliver"
+DRAIN_JOB = "jobs.deliveries.drain"
 QUEUE_NAME = "webhooks"
-_PENDING_KEY = "karibu_webhook_deliveries_to_enqueue"
+# Set while a drain job waits in the queue; expires so a lost job cannot block wake-ups for long.
+DRAIN_QUEUED_KEY = "karibu:webhooks:drain-queued"
+DRAIN_QUEUED_TTL_SECONDS = 30
+DRAIN_JOB_TIMEOUT = 180
+_DRAIN_AFTER_COMMIT = "karibu_webhooks_drain_after_commit"
 
 
 def add_delivery_for(event: Event) -> WebhookDelivery | None:
@@ -51,34 +57,42 @@ def add_delivery_for(event: Event) -> WebhookDelivery | None:
         status="pending" if endpoint.enabled else "endpoint_disabled",
         attempts=0,
         next_attempt_at=now if endpoint.enabled else None,
-        enqueued_at=now if endpoint.enabled else None,
         created_at=now,
         updated_at=now,
     )
     db.session.add(delivery)
     if endpoint.enabled:
-        enqueue_after_commit(delivery.id)
+        drain_after_commit()
     return delivery
 
 
-def enqueue_after_commit(delivery_id: str) -> None:
-    db.session().info.setdefault(_PENDING_KEY, []).append(delivery_id)
+def drain_after_commit() -> None:
+    """Wake a worker once the current transaction commits (nothing happens if it rolls back)."""
+    db.session().info[_DRAIN_AFTER_COMMIT] = True
 
 
-def enqueue_delivery(delivery_id: str) -> None:
-    enqueue(QUEUE_NAME, DELIVER_JOB, delivery_id, result_ttl=0, failure_ttl=86400)
+def signal_drain() -> bool:
+    """Queue a drain job unless one is already waiting; True when one was queued."""
+    if not redis_connection().set(DRAIN_QUEUED_KEY, b"1", nx=True, ex=DRAIN_QUEUED_TTL_SECONDS):
+        return False
+    enqueue(QUEUE_NAME, DRAIN_JOB, result_ttl=0, failure_ttl=86400, job_timeout=DRAIN_JOB_TIMEOUT)
+    return True
+
+
+def drain_started() -> None:
+    """Called by a starting drain: commits from now on must queue another one."""
+    redis_connection().delete(DRAIN_QUEUED_KEY)
 
 
 @sa_event.listens_for(Session, "after_commit")
-def _enqueue_committed(session: Session) -> None:
-    pending = session.info.pop(_PENDING_KEY, None)
-    for delivery_id in pending or ():
+def _signal_after_commit(session: Session) -> None:
+    if session.info.pop(_DRAIN_AFTER_COMMIT, False):
         try:
-            enqueue_delivery(delivery_id)
-        except Exception:  # Redis unavailable: the sweep queues it once Redis is back
-            log.warning("could not queue webhook delivery %s; the sweep will retry", delivery_id, exc_info=True)
+            signal_drain()
+        except Exception:  # Redis unavailable: the sweep wakes a worker once it is back
+            log.warning("could not queue a webhook drain; the sweep will retry", exc_info=True)
 
 
 @sa_event.listens_for(Session, "after_rollback")
 def _forget_rolled_back(session: Session) -> None:
-    session.info.pop(_PENDING_KEY, None)
+    session.info.pop(_DRAIN_AFTER_COMMIT, None)

@@ -41,7 +41,6 @@ def upgrade():
     sa.Column('last_response_code', sa.Integer(), nullable=True),
     sa.Column('last_error_class', sa.String(length=32), nullable=True),
     sa.Column('next_attempt_at', sa.DateTime(), nullable=True),
-    sa.Column('enqueued_at', sa.DateTime(), nullable=True),
     sa.Column('lease_token', sa.String(length=32), nullable=True),
     sa.Column('lease_expires_at', sa.DateTime(), nullable=True),
     sa.Column('delivered_at', sa.DateTime(), nullable=True),

@@ -14,12 +14,12 @@ from core.errors import Conflict, InvalidInput, NotFound
 from core.extensions import db
 from core.models import Application, Decision, Event, Payment, utcnow
 from core.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookEndpoint
-from core.webhooks.delivery import LEASE, attempt_delivery
+from core.webhooks.delivery import LEASE, claim_due, drain_due_deliveries
 from core.webhooks.endpoints import enable_endpoint, get_endpoint, rotate_secret, save_endpoint
 from core.webhooks.log import (
     get_delivery_with_attempts, list_deliveries, recover_since, redeliver, send_test_ping,
 )
-from core.webhooks.sweep import REQUEUE_AFTER, sweep_due_deliveries
+from core.webhooks.sweep import sweep_due_deliveries
 from tests.webhooks.conftest import RECEIVER_HOST, queued_jobs, run_worker
 from tests.webhooks.independent_verifier import Rejected, verify
 
@@ -268,7 +268,7 @@ def test_payload_shape_per_event_type(engine, factory, receiver, include_name):
     assert set(responded) == {"decision_id", "submission_id", "institution_id", "response", "responded_at"}
     assert responded["response"] == "declined" and responded["submission_id"] == application.id
 
-    with_application, without = bodies["payment.completed"]
+    with_application, without = sorted(bodies["payment.completed"], key=lambda data: data["submission_id"] is None)
     assert set(with_application) == {"payment_id", "submission_id", "institution_id", "amount", "currency",
                                      "processor"}
     assert with_application["amount"] == 50000.0 and with_application["currency"] == "RWF"
@@ -430,16 +430,31 @@ def test_a_claimed_delivery_is_not_sent_twice(engine, factory, receiver, clock):
     emit(engine, "webhook.test", institution)
     [delivery] = deliveries(engine, institution)
     with engine.app_context():
-        from core.webhooks.delivery import _claim
-        assert _claim(delivery.id, clock.now()) is not None
-        assert attempt_delivery(delivery.id).sent is False  # another worker holds the lease
+        _, claimed = claim_due(clock.now())
+        assert claimed == [delivery.id]
+        assert claim_due(clock.now())[1] == []  # no second lease while the first holds
+        assert drain_due_deliveries().attempts == []  # another worker holds the lease
         clock.advance(LEASE + timedelta(seconds=1))
-        assert attempt_delivery(delivery.id).status == "delivered"  # a lapsed lease can be taken over
-        assert attempt_delivery(delivery.id).sent is False  # final: nothing more to do
+        [report] = drain_due_deliveries().attempts  # a lapsed lease can be taken over
+        assert report.status == "delivered"
+        assert drain_due_deliveries().attempts == []  # final: nothing more to do
     assert len(receiver.requests) == 1
 
 
-def test_sweep_recovers_deliveries_after_redis_loses_its_data(engine, factory, receiver, clock, redis_client):
+def test_many_commits_wake_one_drain_which_delivers_them_all(engine, factory, receiver):
+    institution = factory.institution()
+    configure(engine, institution, receiver)
+    for _ in range(20):
+        emit(engine, "webhook.test", institution)
+    assert queued_jobs(engine) == 1
+    run_worker(engine)
+    assert {d.status for d in deliveries(engine, institution)} == {"delivered"}
+    assert len({r.headers["X-Karibu-Event-Id"] for r in receiver.requests}) == 20
+    emit(engine, "webhook.test", institution)  # the drain has started: a new commit wakes another
+    assert queued_jobs(engine) == 1
+
+
+def test_sweep_recovers_deliveries_after_redis_loses_its_data(engine, factory, receiver, redis_client):
     institution = factory.institution()
     configure(engine, institution, receiver)
     for _ in range(3):
@@ -448,31 +463,29 @@ def test_sweep_recovers_deliveries_after_redis_loses_its_data(engine, factory, r
     run_worker(engine)
     assert receiver.requests == []
     with engine.app_context():
-        assert sweep_due_deliveries() == 0  # the jobs may still be on their way
-    clock.advance(REQUEUE_AFTER + timedelta(seconds=1))
-    with engine.app_context():
         assert sweep_due_deliveries() == 3
-        assert sweep_due_deliveries() == 0  # queued once
+    assert queued_jobs(engine) == 1
     run_worker(engine)
     assert {d.status for d in deliveries(engine, institution)} == {"delivered"}
     assert len({r.headers["X-Karibu-Event-Id"] for r in receiver.requests}) == 3
+    with engine.app_context():
+        assert sweep_due_deliveries() == 0
 
 
-def test_sweep_runs_when_redis_was_down_at_commit(engine, factory, receiver, clock, monkeypatch):
+def test_sweep_runs_when_redis_was_down_at_commit(engine, factory, receiver, monkeypatch):
     institution = factory.institution()
     configure(engine, institution, receiver)
     with monkeypatch.context() as redis_down:
         redis_down.setitem(engine.config, "REDIS_URL", "redis://127.0.0.1:1/0")
         redis_down.delitem(engine.extensions, "karibu_redis", raising=False)
-        event_id = emit(engine, "webhook.test", institution)  # the commit succeeds; queueing fails quietly
+        event_id = emit(engine, "webhook.test", institution)  # the commit succeeds; waking a worker fails
     engine.extensions.pop("karibu_redis", None)
     assert delivery_for(engine, event_id).status == "pending"
     assert queued_jobs(engine) == 0
-    clock.advance(REQUEUE_AFTER + timedelta(seconds=1))
     with engine.app_context():
         assert sweep_due_deliveries() == 1
     run_worker(engine)
-    assert deliveries(engine, institution)[0].status == "delivered"
+    assert delivery_for(engine, event_id).status == "delivered"
 
 
 # --- log, redeliver, recover -------------------------------------------------------------------------------------

@@ -2,7 +2,6 @@
 
 import time
 
-import pytest
 import trustme
 
 from core.webhooks.signing import delivery_headers

@@ -35,6 +35,7 @@ class Behaviour:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
 
     def log_message(self, *args):  # keep test output quiet
         pass
