@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from concurrent.futures import as_completed
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import or_, select, text, update
+from sqlalchemy import bindparam, insert, or_, select, text, update
 
 from core.extensions import db
-from core.models import Event
+from core.models import Event, new_id
 from core.models.webhooks import SENDABLE_STATUSES, WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from core.timefmt import isoformat_z
 from core.webhooks.endpoints import disable_endpoint_after_failures, signing_secret
@@ -36,7 +37,7 @@ EPOCH = datetime(1970, 1, 1)
 @dataclass(frozen=True)
 class AttemptReport:
     delivery_id: str
-    status: str  # the delivery's status after the attempt (`lease_lost` if another worker took it over)
+    status: str  # the delivery's status after the attempt
     outcome: AttemptOutcome
 
 
@@ -80,6 +81,7 @@ class PreparedAttempt:
     event_id: str
     event_type: str
     institution_id: str
+    endpoint_failures: int  # the endpoint's consecutive failures when the batch was loaded
 
 
 def claim_due(now: datetime, limit: int = CLAIM_BATCH) -> tuple[str, list[str]]:
@@ -119,7 +121,7 @@ def _prepare(ids: list[str]) -> list[PreparedAttempt]:
         .join(Event, Event.id == WebhookDelivery.event_id)
         .join(WebhookEndpoint, WebhookEndpoint.id == WebhookDelivery.endpoint_id)
         .where(WebhookDelivery.id.in_(ids))
-        .order_by(WebhookDelivery.next_attempt_at)
+        .order_by(WebhookDelivery.next_attempt_at, WebhookDelivery.created_at)
     ).all()
     prepared = []
     for delivery, event, endpoint in rows:
@@ -130,33 +132,65 @@ def _prepare(ids: list[str]) -> list[PreparedAttempt]:
         prepared.append(PreparedAttempt(
             delivery_id=delivery.id, endpoint_id=endpoint.id, number=delivery.attempts + 1, url=endpoint.url,
             secret=signing_secret(endpoint), body=event_body(event), event_id=event.id, event_type=event.type,
-            institution_id=event.institution_id,
+            institution_id=event.institution_id, endpoint_failures=endpoint.consecutive_failures,
         ))
     db.session.commit()  # no transaction stays open while requests are in flight
     return prepared
 
 
-def _still_ours(attempt: PreparedAttempt, token: str) -> bool:
-    """The lease is still held and the endpoint still enabled (another worker may have disabled it)."""
-    found = db.session.execute(
+def _still_ours(attempts: list[PreparedAttempt], token: str) -> list[PreparedAttempt]:
+    """Those whose lease is still held and whose endpoint is still enabled (another worker may have
+    disabled it since the batch was loaded)."""
+    if not attempts:
+        return []
+    owned = set(db.session.scalars(
         select(WebhookDelivery.id)
         .join(WebhookEndpoint, WebhookEndpoint.id == WebhookDelivery.endpoint_id)
-        .where(WebhookDelivery.id == attempt.delivery_id, WebhookDelivery.lease_token == token,
+        .where(WebhookDelivery.id.in_([a.delivery_id for a in attempts]), WebhookDelivery.lease_token == token,
                WebhookEndpoint.enabled.is_(True))
-    ).first()
+    ))
     db.session.commit()
-    return found is not None
+    return [a for a in attempts if a.delivery_id in owned]
 
 
-def _send(attempt: PreparedAttempt, token: str) -> AttemptReport:
+def _post(attempt: PreparedAttempt, transport) -> tuple[PreparedAttempt, datetime, AttemptOutcome]:
+    """Sign and send; runs in a sender thread and touches no database session."""
     attempted_at = runtime.clock.now()
     headers = delivery_headers(secret=attempt.secret, timestamp=unix_seconds(attempted_at), body=attempt.body,
                                event_id=attempt.event_id, event_type=attempt.event_type,
                                institution_id=attempt.institution_id)
-    outcome = runtime.transport().post(attempt.url, headers, attempt.body)
-    status = _record(attempt.delivery_id, token, attempt.endpoint_id, attempt.number, attempt.url, attempted_at,
-                     outcome)
-    return AttemptReport(attempt.delivery_id, status, outcome)
+    return attempt, attempted_at, transport.post(attempt.url, headers, attempt.body)
+
+
+def _send_batch(attempts: list[PreparedAttempt], token: str) -> list[AttemptReport]:
+    """Send a claimed batch: concurrently where the endpoint cannot reach the disable threshold even if
+    every request fails, one at a time (stopping when it is disabled) where it could."""
+    by_endpoint: dict[str, list[PreparedAttempt]] = {}
+    for attempt in attempts:
+        by_endpoint.setdefault(attempt.endpoint_id, []).append(attempt)
+    concurrent, one_by_one = [], []
+    for group in by_endpoint.values():
+        if group[0].endpoint_failures + len(group) <= DISABLE_AFTER_CONSECUTIVE_FAILURES:
+            concurrent.extend(group)
+        else:
+            one_by_one.append(group)
+
+    transport = runtime.transport()
+    reports = []
+    if len(concurrent) == 1:
+        reports += _record([_post(concurrent[0], transport)], token)
+    elif concurrent:
+        futures = [runtime.senders().submit(_post, attempt, transport) for attempt in concurrent]
+        reports += _record([future.result() for future in as_completed(futures)], token)
+    for group in one_by_one:
+        for attempt in group:
+            if not _still_ours([attempt], token):
+                break
+            [report] = _record([_post(attempt, transport)], token)
+            reports.append(report)
+            if report.status == "endpoint_disabled":
+                break
+    return reports
 
 
 def drain_due_deliveries(time_budget: float = DRAIN_TIME_BUDGET) -> DrainResult:
@@ -167,9 +201,7 @@ def drain_due_deliveries(time_budget: float = DRAIN_TIME_BUDGET) -> DrainResult:
         token, ids = claim_due(runtime.clock.now())
         if not ids:
             return DrainResult(reports, more_due=False)
-        for attempt in _prepare(ids):
-            if _still_ours(attempt, token):
-                reports.append(_send(attempt, token))
+        reports.extend(_send_batch(_still_ours(_prepare(ids), token), token))
     return DrainResult(reports, more_due=True)
 
 
@@ -177,46 +209,65 @@ def unix_seconds(naive_utc: datetime) -> int:
     return int((naive_utc - EPOCH).total_seconds())
 
 
-def _record(delivery_id, token, endpoint_id, number, url, attempted_at, outcome: AttemptOutcome) -> str:
+def _record(sent: list[tuple[PreparedAttempt, datetime, AttemptOutcome]], token: str) -> list[AttemptReport]:
+    """Record a batch of attempts (in the order they completed) in one transaction.
+
+    Each delivery moves to delivered, retry_scheduled or dead; each endpoint's consecutive failures are
+    updated atomically (reset by a success, then counting the failures after it) and at the threshold the
+    endpoint is disabled, which marks its unsent deliveries `endpoint_disabled`.
+    """
     now = runtime.clock.now()
     _without_waiting_for_disk()
-    db.session.add(WebhookAttempt(
-        delivery_id=delivery_id,
-        number=number,
-        url=url,
-        attempted_at=attempted_at,
-        duration_ms=outcome.duration_ms,
-        response_code=outcome.status_code,
-        error_class=outcome.error_class,
-        error=outcome.error,
-        response_excerpt=outcome.body_excerpt,
-    ))
-    common = dict(attempts=number, last_response_code=outcome.status_code, last_error_class=outcome.error_class,
-                  lease_token=None, lease_expires_at=None, updated_at=now)
-    if outcome.delivered:
-        status = "delivered"
-        values = dict(common, status=status, next_attempt_at=None, delivered_at=now)
-    else:
-        following = next_attempt_at(number, attempted_at)
-        status = "retry_scheduled" if following is not None else "dead"
-        values = dict(common, status=status, next_attempt_at=following)
-    owned = db.session.execute(
-        update(WebhookDelivery)
-        .where(WebhookDelivery.id == delivery_id, WebhookDelivery.lease_token == token)
-        .values(**values)
-    ).rowcount
-    if outcome.delivered:
-        db.session.execute(
-            update(WebhookEndpoint).where(WebhookEndpoint.id == endpoint_id, WebhookEndpoint.consecutive_failures != 0)
-            .values(consecutive_failures=0)
-        )
-    else:
-        failures = db.session.execute(
-            update(WebhookEndpoint).where(WebhookEndpoint.id == endpoint_id)
-            .values(consecutive_failures=WebhookEndpoint.consecutive_failures + 1)
-            .returning(WebhookEndpoint.consecutive_failures)
+    connection = db.session.connection()
+    attempts_table, deliveries, endpoints = (WebhookAttempt.__table__, WebhookDelivery.__table__,
+                                             WebhookEndpoint.__table__)
+    connection.execute(insert(attempts_table), [{
+        "id": new_id("wha"), "delivery_id": attempt.delivery_id, "number": attempt.number, "url": attempt.url,
+        "attempted_at": attempted_at, "duration_ms": outcome.duration_ms, "response_code": outcome.status_code,
+        "error_class": outcome.error_class, "error": outcome.error, "response_excerpt": outcome.body_excerpt,
+    } for attempt, attempted_at, outcome in sent])
+
+    statuses: dict[str, str] = {}
+    rows = []
+    tail_failures: dict[str, int] = {}  # per endpoint: failures after its last success in this batch
+    succeeded: set[str] = set()
+    for attempt, attempted_at, outcome in sent:
+        if outcome.delivered:
+            status, following, delivered_at = "delivered", None, now
+            succeeded.add(attempt.endpoint_id)
+            tail_failures[attempt.endpoint_id] = 0
+        else:
+            following = next_attempt_at(attempt.number, attempted_at)
+            status, delivered_at = ("retry_scheduled" if following is not None else "dead"), None
+            tail_failures[attempt.endpoint_id] = tail_failures.get(attempt.endpoint_id, 0) + 1
+        statuses[attempt.delivery_id] = status
+        rows.append({
+            "b_id": attempt.delivery_id, "b_token": token, "status": status, "attempts": attempt.number,
+            "last_response_code": outcome.status_code, "last_error_class": outcome.error_class,
+            "next_attempt_at": following, "delivered_at": delivered_at, "lease_token": None,
+            "lease_expires_at": None, "updated_at": now,
+        })
+    connection.execute(
+        update(deliveries)
+        .where(deliveries.c.id == bindparam("b_id"), deliveries.c.lease_token == bindparam("b_token"))
+        .values({name: bindparam(name) for name in rows[0] if not name.startswith("b_")}),
+        rows,
+    )
+
+    for endpoint_id, failures in tail_failures.items():
+        if failures == 0:
+            connection.execute(update(endpoints).where(endpoints.c.id == endpoint_id,
+                                                       endpoints.c.consecutive_failures != 0)
+                               .values(consecutive_failures=0))
+            continue
+        counted = failures if endpoint_id in succeeded else endpoints.c.consecutive_failures + failures
+        total = connection.execute(
+            update(endpoints).where(endpoints.c.id == endpoint_id).values(consecutive_failures=counted)
+            .returning(endpoints.c.consecutive_failures)
         ).scalar_one()
-        if failures >= DISABLE_AFTER_CONSECUTIVE_FAILURES and disable_endpoint_after_failures(endpoint_id, now):
-            status = "endpoint_disabled" if status == "retry_scheduled" else status
+        if total >= DISABLE_AFTER_CONSECUTIVE_FAILURES and disable_endpoint_after_failures(endpoint_id, now):
+            for attempt, _, _ in sent:
+                if attempt.endpoint_id == endpoint_id and statuses[attempt.delivery_id] == "retry_scheduled":
+                    statuses[attempt.delivery_id] = "endpoint_disabled"
     db.session.commit()
-    return status if owned else "lease_lost"
+    return [AttemptReport(attempt.delivery_id, statuses[attempt.delivery_id], outcome) for attempt, _, outcome in sent]

@@ -6,6 +6,7 @@ Tests replace `runtime.clock` (a controllable clock for the whole retry schedule
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from flask import current_app
@@ -15,6 +16,8 @@ from core.webhooks.signing import SecretBox
 from core.webhooks.transport import Transport, TransportSettings
 from core.webhooks.urls import Resolver
 
+SENDER_THREADS = 8
+
 
 @dataclass
 class Runtime:
@@ -22,6 +25,7 @@ class Runtime:
     resolver: Resolver | None = None  # None: the system resolver
     _transports: dict = field(default_factory=dict)
     _boxes: dict = field(default_factory=dict)
+    _senders: ThreadPoolExecutor | None = None
 
     def transport(self) -> Transport:
         """One transport (and so one keep-alive pool) per process and configuration."""
@@ -31,6 +35,12 @@ class Runtime:
         if found is None:
             found = self._transports[key] = Transport(settings, resolver=self.resolver)
         return found
+
+    def senders(self) -> ThreadPoolExecutor:
+        """Threads that send a claimed batch concurrently (HTTP only; the caller records results)."""
+        if self._senders is None:
+            self._senders = ThreadPoolExecutor(max_workers=SENDER_THREADS, thread_name_prefix="webhook-sender")
+        return self._senders
 
     def secret_box(self) -> SecretBox:
         secret_key = current_app.config["SECRET_KEY"]

@@ -160,7 +160,7 @@ def new_session() -> requests.Session:
         )
     )
     session.trust_env = False  # no proxies or .netrc from the environment: the vetted address is the target
-    adapter = PinnedAddressAdapter(max_retries=0, pool_maxsize=4)
+    adapter = PinnedAddressAdapter(max_retries=0, pool_maxsize=16)
     session.mount("https://", adapter)
     session.mount("http://", adapter)
     return session
