@@ -27,7 +27,7 @@ from core.webhooks.signing import delivery_headers
 from core.webhooks.transport import DEADLINE_SECONDS, AttemptOutcome
 
 # Deliveries leased at once by one worker; the lease outlasts a whole batch of 10 s attempts.
-CLAIM_BATCH = 8
+CLAIM_BATCH = 16
 LEASE = timedelta(seconds=DEADLINE_SECONDS * (CLAIM_BATCH + 4))
 # A drain stops claiming new batches after this long, so one job never runs for ever.
 DRAIN_TIME_BUDGET = 20.0

@@ -16,7 +16,7 @@ from core.webhooks.signing import SecretBox
 from core.webhooks.transport import Transport, TransportSettings
 from core.webhooks.urls import Resolver
 
-SENDER_THREADS = 8
+SENDER_THREADS = 16
 
 
 @dataclass
