@@ -11,7 +11,7 @@ from datetime import timedelta
 from rq import SimpleWorker, get_current_job
 from rq.job import Job
 
-from core.extensions import redis_connection
+from core.extensions import db, redis_connection
 from core.queue import queue
 from core.webhooks.sweep import sweep_due_deliveries
 
@@ -48,11 +48,21 @@ def ensure_sweep_scheduled() -> bool:
 
 
 class SweepingWorker(SimpleWorker):
-    """An RQ worker that keeps the sweep chain alive (checked at start and every maintenance pass)."""
+    """An RQ worker that keeps the sweep chain alive (checked at start and every maintenance pass).
+
+    Jobs run in the worker process itself (no fork per job), so the webhook transport keeps its
+    keep-alive connections and the database pool its connections; each job gets a fresh session.
+    """
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("maintenance_interval", 60)
         super().__init__(*args, **kwargs)
+
+    def perform_job(self, job, queue):
+        try:
+            return super().perform_job(job, queue)
+        finally:
+            db.session.remove()  # a failed job never leaves a broken transaction for the next one
 
     def run_maintenance_tasks(self):
         super().run_maintenance_tasks()

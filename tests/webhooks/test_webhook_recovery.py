@@ -88,3 +88,4 @@ def test_a_sweep_renews_its_chain_and_a_stale_chain_stops(engine, factory, recei
     with engine.app_context():
         [following] = ScheduledJobRegistry("webhooks", connection=connection).get_job_ids()
     assert redis_client.get(sweeps.CHAIN_KEY).decode() == following != stale.id
+
