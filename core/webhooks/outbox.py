@@ -29,6 +29,7 @@ DRAIN_QUEUED_KEY = "karibu:webhooks:drain-queued"
 DRAIN_QUEUED_TTL_SECONDS = 30
 DRAIN_JOB_TIMEOUT = 180
 _DRAIN_AFTER_COMMIT = "karibu_webhooks_drain_after_commit"
+_ENDPOINTS = "karibu_webhooks_endpoints"
 
 
 def add_delivery_for(event: Event) -> WebhookDelivery | None:
@@ -38,7 +39,7 @@ def add_delivery_for(event: Event) -> WebhookDelivery | None:
     written when there is no endpoint or the type is not subscribed; a disabled endpoint records the
     delivery as `endpoint_disabled` without sending it.
     """
-    endpoint = get_endpoint(event.institution_id)
+    endpoint = _endpoint_in_this_transaction(event.institution_id)
     if event.type.startswith("application.") and not (endpoint and endpoint.include_applicant_name):
         event.payload = {**event.payload, "applicant": None}
     if endpoint is None:
@@ -66,6 +67,15 @@ def add_delivery_for(event: Event) -> WebhookDelivery | None:
     return delivery
 
 
+def _endpoint_in_this_transaction(institution_id: str):
+    """The institution's endpoint, looked up once per transaction (a bulk update emits many events)."""
+    cache = db.session().info.setdefault(_ENDPOINTS, {})
+    if institution_id not in cache:
+        with db.session.no_autoflush:
+            cache[institution_id] = get_endpoint(institution_id)
+    return cache[institution_id]
+
+
 def drain_after_commit() -> None:
     """Wake a worker once the current transaction commits (nothing happens if it rolls back)."""
     db.session().info[_DRAIN_AFTER_COMMIT] = True
@@ -86,6 +96,7 @@ def drain_started() -> None:
 
 @sa_event.listens_for(Session, "after_commit")
 def _signal_after_commit(session: Session) -> None:
+    session.info.pop(_ENDPOINTS, None)
     if session.info.pop(_DRAIN_AFTER_COMMIT, False):
         try:
             signal_drain()
@@ -96,3 +107,4 @@ def _signal_after_commit(session: Session) -> None:
 @sa_event.listens_for(Session, "after_rollback")
 def _forget_rolled_back(session: Session) -> None:
     session.info.pop(_DRAIN_AFTER_COMMIT, None)
+    session.info.pop(_ENDPOINTS, None)

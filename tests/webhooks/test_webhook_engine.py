@@ -7,6 +7,7 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from sqlalchemy import event as sqlalchemy_event
 from sqlalchemy import func, select
 
 from core import events
@@ -589,3 +590,23 @@ def test_attempt_log_keeps_the_first_kilobyte(engine, factory, receiver):
     assert count == 1
     assert (attempt.number, attempt.response_code, attempt.error_class) == (1, 422, "http_status")
     assert attempt.response_excerpt == "e" * 1024 and attempt.duration_ms >= 0
+
+
+def test_a_bulk_change_emitting_many_events_looks_the_endpoint_up_once(engine, factory, receiver):
+    institution = factory.institution()
+    configure(engine, institution, receiver)
+    with engine.app_context():
+        statements = []
+        listener = lambda *args: statements.append(args[2])  # noqa: E731
+        sqlalchemy_event.listen(db.engine, "before_cursor_execute", listener)
+        try:
+            for _ in range(50):
+                events.emit_webhook_test(institution.id)
+            db.session.commit()
+        finally:
+            sqlalchemy_event.remove(db.engine, "before_cursor_execute", listener)
+    assert sum("FROM webhook_endpoints" in statement for statement in statements) == 1
+    assert queued_jobs(engine) == 1
+    run_worker(engine)
+    assert {d.status for d in deliveries(engine, institution)} == {"delivered"}
+    assert len(receiver.requests) == 50
