@@ -18,18 +18,23 @@ from tests.webhooks.conftest import run_worker
 from tests.webhooks.test_webhook_engine import configure, deliveries, emit
 
 
+def start_worker(engine, receiver, database_url, *extra) -> subprocess.Popen:
+    """A real `flask worker` process on the test database, trusting the receiver's CA."""
+    environment = dict(os.environ, DATABASE_URL=database_url, REDIS_URL=REDIS_URL,
+                       SECRET_KEY=engine.config["SECRET_KEY"], WEBHOOK_ALLOW_PRIVATE_TARGETS="true",
+                       WEBHOOK_CA_BUNDLE=receiver.ca_path)
+    return subprocess.Popen([sys.executable, "-m", "flask", "--app", "wsgi", "worker", "--queues", "webhooks",
+                             *extra], env=environment, start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+
 def test_worker_killed_mid_delivery_loses_nothing(engine, factory, receiver, clock, database_url):
     institution = factory.institution()
     configure(engine, institution, receiver, url=receiver.url("127.0.0.1"))
     receiver.behaviour.delay_seconds = 20  # the receiver holds the request while the worker is killed
     event_id = emit(engine, "webhook.test", institution)
 
-    environment = dict(os.environ, DATABASE_URL=database_url, REDIS_URL=REDIS_URL,
-                       SECRET_KEY=engine.config["SECRET_KEY"], WEBHOOK_ALLOW_PRIVATE_TARGETS="true",
-                       WEBHOOK_CA_BUNDLE=receiver.ca_path)
-    worker = subprocess.Popen([sys.executable, "-m", "flask", "--app", "wsgi", "worker", "--queues", "webhooks"],
-                              env=environment, start_new_session=True, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+    worker = start_worker(engine, receiver, database_url)
     try:
         assert len(receiver.server.wait_for(1, timeout=60)) == 1
     finally:
@@ -50,6 +55,19 @@ def test_worker_killed_mid_delivery_loses_nothing(engine, factory, receiver, clo
     [delivery] = deliveries(engine, institution)
     assert (delivery.status, delivery.attempts) == ("delivered", 1)
     assert [r.headers["X-Karibu-Event-Id"] for r in receiver.requests] == [event_id, event_id]
+
+
+def test_two_workers_draining_at_once_send_each_event_once(engine, factory, receiver, database_url):
+    institution = factory.institution()
+    configure(engine, institution, receiver, url=receiver.url("127.0.0.1"))
+    event_ids = {emit(engine, "webhook.test", institution) for _ in range(120)}
+    with engine.app_context():
+        Queue("webhooks", connection=redis_connection()).enqueue("jobs.deliveries.drain")  # a second drain
+    workers = [start_worker(engine, receiver, database_url, "--burst") for _ in range(2)]
+    for worker in workers:
+        assert worker.wait(timeout=120) == 0
+    assert sorted(r.headers["X-Karibu-Event-Id"] for r in receiver.requests) == sorted(event_ids)
+    assert {d.status for d in deliveries(engine, institution)} == {"delivered"}
 
 
 def test_one_sweep_chain_is_scheduled_and_comes_back_after_a_flush(engine, redis_client):
