@@ -7,6 +7,7 @@ import re
 import uuid
 
 from flask import Flask, g, request
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 import api
 import core.models  # noqa: F401  (every model registered before migrations or queries run)
@@ -29,6 +30,10 @@ def create_app(overrides: dict | None = None) -> Flask:
     app.config.update(Settings().flask_config())
     app.config.update(overrides or {})
     os.makedirs(app.instance_path, exist_ok=True)  # home of the default SQLite file and documents
+    if app.config["PROXY_COUNT"]:
+        # Behind the edge (deploy/nginx.conf): the client address is the one the trusted proxies saw.
+        proxies = app.config["PROXY_COUNT"]
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies)
     configure_logging(app)
     register_request_id(app)
     register_extensions(app)

@@ -29,6 +29,7 @@ class Settings(BaseSettings):
     OIDC_JWKS_URL: str = ""
     OIDC_INSTITUTION_CLAIM: str = "institution_id"
     LOG_LEVEL: str = "INFO"
+    PROXY_COUNT: int = 0
     # --- read-side ---
     # --- bulk-docs ---
     DOCUMENT_STORAGE_DIR: str = str(INSTANCE_DIR / "documents")

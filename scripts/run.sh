@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Runs the whole Karibu service with demo data: SQLite database (instance/karibu.db), Redis, an RQ worker
+# with its scheduler and the web server. Ctrl-C stops everything it started.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib.sh
+
+ensure_venv ""
+if [ ! -f .env ]; then
+  say "Writing .env with a fresh SECRET_KEY"
+  echo "SECRET_KEY=$("$PYTHON" -c 'import secrets; print(secrets.token_urlsafe(48))')" > .env
+fi
+set -a; source .env; set +a
+export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/0}"
+PORT="${PORT:-8000}"
+ensure_redis "$REDIS_URL"
+
+FLASK=("$PYTHON" -m flask --app wsgi)
+say "Applying database migrations"
+"${FLASK[@]}" db upgrade 2>/dev/null
+say "Loading demo data"
+seed_json="$("${FLASK[@]}" seed-demo --json 2>/dev/null)"
+
+pids=()
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; }
+trap cleanup EXIT INT TERM
+
+"${FLASK[@]}" worker >instance/worker.log 2>&1 & pids+=($!)
+"$VENV_DIR/bin/gunicorn" --workers 2 --threads 4 --bind "127.0.0.1:$PORT" --access-logfile - wsgi:app \
+  >instance/web.log 2>&1 & pids+=($!)
+
+for _ in $(seq 1 100); do
+  curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break; sleep 0.2
+done
+
+"$PYTHON" - "$seed_json" "$PORT" <<'PY'
+import json, sys
+seed, port = json.loads(sys.argv[1]), sys.argv[2]
+print(f"""
+Karibu is running.
+
+  Portal:         http://127.0.0.1:{port}/
+  Try page:       http://127.0.0.1:{port}/try
+  API:            http://127.0.0.1:{port}/api/v1  (OpenAPI: /api/v1/openapi.json)
+  Staff login:    {seed['staff_email']} / {seed['staff_password']}
+  Live API key:   {seed['api_key']}
+  Trial API key:  {seed['trial_api_key']}
+
+  curl -H "Authorization: Bearer {seed['api_key']}" http://127.0.0.1:{port}/api/v1/applications
+
+Logs: instance/web.log, instance/worker.log. Press Ctrl-C to stop.
+""")
+PY
+wait -n "${pids[@]}"
