@@ -18,6 +18,7 @@ from core.cli import COMMANDS
 from core.config import Settings
 from core.extensions import csrf, db, limiter, login_manager, migrate
 from core.verification.cli import registry_simulator_command
+from core.webhooks.cli import webhooks_group
 from jobs.cli import worker_command
 from portal.errors import html_error
 
@@ -104,6 +105,7 @@ def register_commands(app: Flask) -> None:
     for command in (*COMMANDS, worker_command):
         app.cli.add_command(command)
     app.cli.add_command(registry_simulator_command)
+    app.cli.add_command(webhooks_group)
 
 
 app = create_app()

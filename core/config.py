@@ -47,8 +47,10 @@ class Settings(BaseSettings):
     VERIFICATION_DEFAULT_CURRENCY: str = "USD"
     VERIFICATION_HASH_KEY: str = ""
     # --- webhooks ---
+    # Development and tests only: admit loopback/private targets (metadata addresses stay refused) and http.
     WEBHOOK_ALLOW_PRIVATE_TARGETS: bool = False
     WEBHOOK_ALLOW_HTTP: bool = False
+    # PEM file used instead of the system trust store to verify receivers' certificates ("" = system store).
     WEBHOOK_CA_BUNDLE: str = ""
     # --- portal ---
 

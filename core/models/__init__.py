@@ -13,4 +13,5 @@ from core.models.identity import ApiKey, Institution, User  # noqa: F401
 # --- verification ---
 from core.models.verification import VerificationCharge, VerificationIdempotency  # noqa: F401
 # --- webhooks ---
+from core.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookEndpoint  # noqa: F401
 # --- portal ---
