@@ -102,10 +102,8 @@ def register_errorhandlers(app: Flask) -> None:
 
 
 def register_commands(app: Flask) -> None:
-    for command in (*COMMANDS, worker_command):
+    for command in (*COMMANDS, worker_command, registry_simulator_command, webhooks_group):
         app.cli.add_command(command)
-    app.cli.add_command(registry_simulator_command)
-    app.cli.add_command(webhooks_group)
 
 
 app = create_app()
