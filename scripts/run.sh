@@ -53,4 +53,6 @@ Karibu is running.
 Logs: instance/web.log, instance/worker.log, instance/registry-simulator.log. Press Ctrl-C to stop.
 """)
 PY
-wait -n "${pids[@]}"
+wait -n "${pids[@]}" || true
+say "A Karibu process stopped; see instance/web.log, instance/worker.log and instance/registry-simulator.log"
+exit 1
