@@ -17,6 +17,8 @@ from api.health import health_bp
 from core.cli import COMMANDS
 from core.config import Settings
 from core.extensions import csrf, db, limiter, login_manager, migrate
+from core.verification.cli import registry_simulator_command
+from core.webhooks.cli import webhooks_group
 from jobs.cli import worker_command
 from portal.errors import html_error
 
@@ -28,6 +30,7 @@ def create_app(overrides: dict | None = None) -> Flask:
     app = Flask(__name__, template_folder="templates", static_folder="static", instance_relative_config=True)
     app.config.update(Settings().flask_config())
     app.config.update(overrides or {})
+    app.json.sort_keys = False  # records keep the documented field order
     os.makedirs(app.instance_path, exist_ok=True)  # home of the default SQLite file and documents
     if app.config["PROXY_COUNT"]:
         # Behind the edge (deploy/nginx.conf): the client address is the one the trusted proxies saw.
@@ -100,7 +103,7 @@ def register_errorhandlers(app: Flask) -> None:
 
 
 def register_commands(app: Flask) -> None:
-    for command in (*COMMANDS, worker_command):
+    for command in (*COMMANDS, worker_command, registry_simulator_command, webhooks_group):
         app.cli.add_command(command)
 
 

@@ -45,9 +45,12 @@ class Settings(BaseSettings):
     REGISTRY_READ_TIMEOUT: float = 10.0
     VERIFICATION_DEFAULT_PRICE: str = "1.50"
     VERIFICATION_DEFAULT_CURRENCY: str = "USD"
+    VERIFICATION_HASH_KEY: str = ""
     # --- webhooks ---
+    # Development and tests only: admit loopback/private targets (metadata addresses stay refused) and http.
     WEBHOOK_ALLOW_PRIVATE_TARGETS: bool = False
     WEBHOOK_ALLOW_HTTP: bool = False
+    # PEM file used instead of the system trust store to verify receivers' certificates ("" = system store).
     WEBHOOK_CA_BUNDLE: str = ""
     # --- portal ---
     PORTAL_LOGIN_RATE_LIMIT: str = "5/minute;20/hour"

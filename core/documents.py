@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
 from flask import current_app
+
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
 
 class DocumentStorage:
@@ -15,6 +18,9 @@ class DocumentStorage:
         self.root = Path(root)
 
     def path(self, sha256: str) -> Path:
+        """Where content with this hash lives; anything but a lowercase hex SHA-256 is refused."""
+        if not _SHA256_HEX.fullmatch(sha256):
+            raise ValueError(f"not a SHA-256 hex digest: {sha256!r}")
         return self.root / sha256[:2] / sha256[2:4] / sha256
 
     def exists(self, sha256: str) -> bool:
@@ -32,7 +38,15 @@ class DocumentStorage:
         os.replace(handle.name, target)
         return digest
 
+    def size(self, sha256: str) -> int | None:
+        """The stored size in bytes, or None when the content is not in storage."""
+        try:
+            return self.path(sha256).stat().st_size
+        except FileNotFoundError:
+            return None
+
     def open(self, sha256: str) -> BinaryIO:
+        """Open stored content for reading (``FileNotFoundError`` when it is not there)."""
         return self.path(sha256).open("rb")
 
 

@@ -1,19 +1,21 @@
 """Event emission: one function per event type, building the spec's payload and writing the Event row.
 
-Each function adds to the caller's session and does not commit: the event is stored in the same transaction
-as the change that caused it (outbox).
+Each function adds to the caller's session and does not commit: the event and its webhook delivery row are
+stored in the same transaction as the change that caused it (outbox); the delivery job is queued after commit.
 """
 from __future__ import annotations
 
 from core.extensions import db
 from core.models import Application, Decision, Event, Payment, utcnow
 from core.timefmt import isoformat_z
+from core.webhooks.outbox import add_delivery_for
 
 
 def _record(institution_id: str, event_type: str, data: dict, subject_id: str | None = None) -> Event:
     event = Event(institution_id=institution_id, type=event_type, occurred_at=utcnow(), payload=data,
                   subject_id=subject_id)
     db.session.add(event)
+    add_delivery_for(event)
     return event
 
 

@@ -1,6 +1,8 @@
 """Extension objects, created unbound here and bound to the app by `wsgi.register_extensions`."""
 from __future__ import annotations
 
+import sqlite3
+
 import redis
 from flask import current_app, request
 from flask_limiter import Limiter
@@ -8,10 +10,24 @@ from flask_login import LoginManager
 from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
 from flask_wtf import CSRFProtect
+from sqlalchemy import Engine, event
 
 from core.models.base import Base
 
 db = SQLAlchemy(model_class=Base)
+
+SQLITE_BUSY_TIMEOUT_MS = 5000
+
+
+@event.listens_for(Engine, "connect")
+def _tune_sqlite(dbapi_connection, _record) -> None:
+    """SQLite: write-ahead log (readers never block the writer), fewer fsyncs, wait for locks."""
+    if isinstance(dbapi_connection, sqlite3.Connection):
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.close()
 migrate = Migrate()
 login_manager = LoginManager()
 csrf = CSRFProtect()
@@ -21,7 +37,8 @@ def _client_address() -> str:
     return request.remote_addr or "unknown"
 
 
-limiter = Limiter(key_func=_client_address, headers_enabled=True)
+# Rate-limit headers are written by the API itself (api.auth.add_rate_limit_headers).
+limiter = Limiter(key_func=_client_address, headers_enabled=False)
 
 
 def redis_connection() -> redis.Redis:

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import click
 from flask.cli import with_appcontext
-from rq import Worker
 
 from core.extensions import redis_connection
 from core.queue import QUEUE_NAMES
+from jobs.sweeps import SweepingWorker
 
 
 @click.command("worker")
@@ -15,7 +15,7 @@ from core.queue import QUEUE_NAMES
 @click.option("--burst", is_flag=True, help="Exit when the queues are empty (for tests and scripts).")
 @with_appcontext
 def worker_command(queues: str, burst: bool) -> None:
-    """Run an RQ worker (with the scheduler) for Karibu's queues."""
+    """Run an RQ worker (with the scheduler) for Karibu's queues; it keeps the webhook sweep scheduled."""
     names = [name.strip() for name in queues.split(",") if name.strip()]
-    worker = Worker(names, connection=redis_connection())
+    worker = SweepingWorker(names, connection=redis_connection())
     worker.work(with_scheduler=True, burst=burst)

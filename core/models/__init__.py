@@ -11,6 +11,8 @@ from core.models.identity import ApiKey, Institution, User  # noqa: F401
 # --- read-side ---
 # --- bulk-docs ---
 # --- verification ---
+from core.models.verification import VerificationCharge, VerificationIdempotency  # noqa: F401
 # --- webhooks ---
+from core.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookEndpoint  # noqa: F401
 # --- portal ---
 from core.models.checks import ApplicantCheck  # noqa: F401

@@ -24,14 +24,19 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 
+# Bytes below 248 (= 4 * 62) map evenly onto the alphabet; the rest are dropped (rejection sampling).
+_UNBIASED_LIMIT = 248
+_BYTE_TO_BASE62 = bytes(ord(_ALPHABET[value % 62]) if value < _UNBIASED_LIMIT else 0 for value in range(256))
+_REJECTED_BYTES = bytes(range(_UNBIASED_LIMIT, 256))
+
+
 def random_token(length: int) -> str:
-    """`length` uniformly random base62 characters (one CSPRNG read, no per-character calls)."""
-    number = int.from_bytes(secrets.token_bytes(length), "big")
-    characters = []
-    for _ in range(length):
-        number, remainder = divmod(number, 62)
-        characters.append(_ALPHABET[remainder])
-    return "".join(characters)
+    """`length` uniformly random base62 characters from the CSPRNG (fast: the mapping runs in C)."""
+    token = b""
+    while len(token) < length:
+        raw = secrets.token_bytes(length + 8)
+        token += raw.translate(_BYTE_TO_BASE62, _REJECTED_BYTES)
+    return token[:length].decode()
 
 
 def new_id(prefix: str) -> str:

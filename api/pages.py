@@ -1,0 +1,31 @@
+"""List responses shared by the read endpoints: the JSON envelope or a CSV page with pagination headers."""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from flask import Response, jsonify
+
+from core.csv_export import CONTENT_TYPE, iter_csv
+from core.listing import Page
+
+
+def page_response(page: Page, output: str, record: Callable, values: Callable, columns: Sequence[str]):
+    """`{code, has_next, cursor?, data}`, or CSV with `X-Has-Next` / `X-Cursor` headers.
+
+    `record(row)` builds the JSON record, `values(row)` the flat CSV row in `columns` order.
+    """
+    if output == "csv":
+        response = csv_response((values(row) for row in page.rows), columns)
+    else:
+        body = {"code": 200, "has_next": page.has_next, "data": [record(row) for row in page.rows]}
+        if page.has_next:
+            body["cursor"] = page.cursor
+        response = jsonify(body)
+    response.headers["X-Has-Next"] = "true" if page.has_next else "false"
+    if page.has_next:
+        response.headers["X-Cursor"] = page.cursor
+    return response
+
+
+def csv_response(rows, columns: Sequence[str]) -> Response:
+    return Response("".join(iter_csv(rows, columns)), content_type=CONTENT_TYPE)

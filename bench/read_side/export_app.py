@@ -1,0 +1,25 @@
+"""WSGI entry of the export benchmark: the Karibu app plus `GET /bench/export.csv`.
+
+The route streams `core.csv_export.export_applications_csv` for the caller's institution and the list
+filters in the query string, exactly as the portal's "export all" does, behind the API's key check. It
+exists only in this benchmark process (gunicorn `export_app:app` with `--pythonpath bench/read_side`).
+"""
+from __future__ import annotations
+
+from flask import Response, request, stream_with_context
+
+from core.auth import AuthSettings, authenticate
+from core.csv_export import CONTENT_TYPE, export_applications_csv
+from core.listing import parse_application_query
+from core.scoping import InstitutionScope
+from wsgi import create_app
+
+app = create_app()
+
+
+@app.get("/bench/export.csv")
+def export_csv():
+    principal = authenticate(request.headers.get("Authorization"), AuthSettings.from_config(app.config))
+    query = parse_application_query(request.args)
+    stream = export_applications_csv(InstitutionScope(principal.institution_id), query.filters)
+    return Response(stream_with_context(stream), content_type=CONTENT_TYPE)

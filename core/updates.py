@@ -1,0 +1,307 @@
+"""Bulk updates of the admission state of applications.
+
+A batch is all-or-nothing: every item is checked (shape, types, ids of the
+caller's institution, pipeline stages, sendable decisions) before anything is
+written, and every problem found is reported at once with the index of the
+item. The rows of a batch are locked in id order (``SELECT … FOR UPDATE`` on
+PostgreSQL) for the whole transaction, so concurrent batches over the same
+applications queue up instead of overwriting each other or deadlocking.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
+from sqlalchemy.orm import selectinload
+
+from core import events
+from core.errors import InvalidInput
+from core.extensions import db
+from core.models.admissions import DECISION_NONE, DECISIONS, Application, Decision, Stage
+from core.models.base import utcnow
+from core.records import application_record, application_select
+from core.scoping import InstitutionScope
+
+MAX_UPDATES = 500
+CHANGEABLE_FIELDS = ("stage", "decision", "enrolled", "send_decision")
+READ_ONLY_FIELDS = frozenset({
+    "institution_id", "applicant_id", "program_id", "cycle_id", "campus_id", "paid", "amount",
+    "currency", "submitted_at", "submitted_by_staff", "created_at", "updated_at", "application_id",
+    "personal", "application", "payment", "program_name", "cycle_name", "first_name", "last_name",
+    "email", "phone",
+})
+
+
+def _reject_null(value: Any) -> Any:
+    if value is None:
+        raise PydanticCustomError("null_not_allowed", "must not be null; leave the field out instead")
+    return value
+
+
+class ApplicationUpdate(BaseModel):
+    """One item of ``updates``; a field left out is left unchanged."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    id: str = Field(min_length=1, max_length=64)
+    stage: str | None = Field(default=None, min_length=1, max_length=64)
+    decision: Literal[DECISIONS] | None = None
+    enrolled: bool | None = None
+    send_decision: bool = False
+
+    _no_nulls = field_validator("stage", "decision", "enrolled", "send_decision", mode="before")(
+        _reject_null)
+
+
+class UpdateBatch(BaseModel):
+    """The request body: ``{"updates": [...]}`` with 1 to 500 items."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    updates: list[Any] = Field(min_length=1, max_length=MAX_UPDATES)
+
+
+@dataclass(frozen=True)
+class ItemError:
+    index: int
+    id: str | None
+    field: str | None
+    message: str
+
+    def as_dict(self) -> dict:
+        return {"index": self.index, "id": self.id, "field": self.field, "message": self.message}
+
+
+@dataclass(frozen=True)
+class ParsedBatch:
+    """The well-formed items (with their index in the request) and the problems of the others."""
+
+    updates: list[tuple[int, ApplicationUpdate]]
+    errors: list[ItemError]
+    total: int
+
+
+@dataclass(frozen=True)
+class UpdateOutcome:
+    application_ids: list[str]
+    updated: int
+
+
+def _message(error: dict) -> str:
+    kind = error["type"]
+    field = error["loc"][0] if error["loc"] else None
+    if kind == "extra_forbidden":
+        if field in READ_ONLY_FIELDS:
+            return f"{field} is read-only and cannot be changed here"
+        if field in ("id", *CHANGEABLE_FIELDS):
+            return error["msg"]
+        return "unknown field; allowed fields are id, " + ", ".join(CHANGEABLE_FIELDS)
+    if kind == "missing":
+        return "is required"
+    if kind == "literal_error":
+        return "must be one of " + ", ".join(DECISIONS)
+    if kind == "string_type":
+        return "must be a string"
+    if kind == "bool_type":
+        return "must be true or false"
+    if kind in ("model_type", "dict_type"):
+        return "each update must be a JSON object"
+    return error["msg"][:1].lower() + error["msg"][1:]
+
+
+def _item_errors(index: int, item: Any, error: ValidationError) -> list[ItemError]:
+    raw_id = item.get("id") if isinstance(item, dict) else None
+    item_id = raw_id if isinstance(raw_id, str) else None
+    return [
+        ItemError(index, item_id, str(e["loc"][0]) if e["loc"] else None, _message(e))
+        for e in error.errors(include_url=False)
+    ]
+
+
+def parse_updates(body: Any) -> ParsedBatch:
+    """Check the shape of a request body and of each item.
+
+    A body that is not ``{"updates": [1..500 items]}`` raises ``InvalidInput`` at
+    once; problems of single items are collected, so that ``apply_updates`` can
+    report them together with those only the database can tell.
+    """
+    if not isinstance(body, dict):
+        raise InvalidInput("request body must be a JSON object with an updates list", field="updates")
+    try:
+        batch = UpdateBatch.model_validate(body)
+    except ValidationError as error:
+        first = error.errors(include_url=False)[0]
+        field = str(first["loc"][0]) if first["loc"] else "updates"
+        if field != "updates":
+            raise InvalidInput(f"unknown field {field}: the body holds only updates", field=field) from None
+        if first["type"] == "missing":
+            raise InvalidInput("updates is required", field="updates") from None
+        raise InvalidInput(
+            f"updates must be a list of 1 to {MAX_UPDATES} items", field="updates") from None
+
+    parsed: list[tuple[int, ApplicationUpdate]] = []
+    errors: list[ItemError] = []
+    first_index_of: dict[str, int] = {}
+    for index, item in enumerate(batch.updates):
+        try:
+            update = ApplicationUpdate.model_validate(item)
+        except ValidationError as error:
+            errors.extend(_item_errors(index, item, error))
+            continue
+        if update.id in first_index_of:
+            errors.append(ItemError(
+                index, update.id, "id",
+                f"duplicate id: already updated by item {first_index_of[update.id]}"))
+            continue
+        first_index_of[update.id] = index
+        if update.model_fields_set == {"id"}:
+            errors.append(ItemError(
+                index, update.id, None,
+                "nothing to update: give stage, decision, enrolled or send_decision"))
+            continue
+        if update.send_decision and update.decision == DECISION_NONE:
+            errors.append(ItemError(
+                index, update.id, "send_decision", "cannot send the decision none"))
+            continue
+        parsed.append((index, update))
+    return ParsedBatch(parsed, errors, len(batch.updates))
+
+
+def _reject(errors: Sequence[ItemError], total: int):
+    rejected = len({e.index for e in errors})
+    raise InvalidInput(
+        f"{rejected} of {total} updates are invalid; nothing was changed",
+        errors=[e.as_dict() for e in sorted(errors, key=lambda e: e.index)],
+    )
+
+
+def _latest_decisions(scope: InstitutionScope, application_ids: list[str]) -> dict[str, Decision]:
+    """The most recent decision row of each application (if any)."""
+    latest: dict[str, Decision] = {}
+    if not application_ids:
+        return latest
+    rows = db.session.scalars(
+        scope.select(Decision)
+        .where(Decision.application_id.in_(application_ids))
+        .order_by(Decision.created_at, Decision.id)
+    )
+    for decision in rows:
+        latest[decision.application_id] = decision
+    return latest
+
+
+def _new_decision(application: Application) -> Decision:
+    decision = Decision(institution_id=application.institution_id, application=application,
+                        status=application.decision)
+    db.session.add(decision)
+    return decision
+
+
+def _apply(update: ApplicationUpdate, application: Application, latest: Decision | None,
+           now: datetime) -> tuple[bool, Decision | None]:
+    """Change one locked application: whether it changed, and the decision it sent (if any).
+
+    ``latest`` is the application's most recent decision row, needed only when
+    the item sends a decision without changing it.
+    """
+    is_changed = False
+    if update.stage is not None and update.stage != application.stage:
+        application.stage = update.stage
+        is_changed = True
+    if update.enrolled is not None and update.enrolled != application.enrolled:
+        application.enrolled = update.enrolled
+        is_changed = True
+    if update.decision is not None and update.decision != application.decision:
+        application.decision = update.decision
+        is_changed = True
+        latest = _new_decision(application) if update.decision != DECISION_NONE else None
+    if not update.send_decision:
+        return is_changed, None
+    if latest is None or latest.status != application.decision:
+        latest = _new_decision(application)
+    if latest.sent_at is not None:
+        return is_changed, None
+    latest.sent_at = now
+    return True, latest
+
+
+def apply_updates(
+    scope: InstitutionScope,
+    batch: ParsedBatch,
+    *,
+    emit_application_updated: bool,
+) -> UpdateOutcome:
+    """Apply a parsed batch in one transaction, or change nothing and raise ``InvalidInput``.
+
+    ``updated`` counts the applications whose state changed; an item that sets
+    the values already there leaves the row (and its ``updated_at``) untouched.
+    """
+    updates = [update for _, update in batch.updates]
+    ids = [update.id for update in updates]
+    locking = (
+        scope.select(Application)
+        .where(Application.id.in_(ids))
+        .order_by(Application.id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+    if emit_application_updated:
+        locking = locking.options(selectinload(Application.applicant))
+    applications = {a.id: a for a in db.session.scalars(locking)}
+    pipeline = list(db.session.scalars(scope.select(Stage, Stage.key).order_by(Stage.position)))
+    stages = set(pipeline)
+
+    errors = list(batch.errors)
+    for index, update in batch.updates:
+        application = applications.get(update.id)
+        if application is None:
+            errors.append(ItemError(index, update.id, "id", "no application with this id"))
+            continue
+        if update.stage is not None and update.stage not in stages:
+            errors.append(ItemError(
+                index, update.id, "stage",
+                f"unknown stage {update.stage!r}: use a stage id of your pipeline "
+                f"({', '.join(pipeline[:20])})"))
+        decision = update.decision if update.decision is not None else application.decision
+        if update.send_decision and decision == DECISION_NONE:
+            errors.append(ItemError(
+                index, update.id, "send_decision", "cannot send: the application has no decision"))
+    if errors:
+        db.session.rollback()
+        _reject(errors, batch.total)
+
+    resending = [u.id for u in updates
+                 if u.send_decision and u.decision in (None, applications[u.id].decision)]
+    latest = _latest_decisions(scope, resending)
+    now = utcnow()
+    sent: list[Decision] = []
+    changed: list[Application] = []
+    for update in updates:
+        application = applications[update.id]
+        is_changed, sent_decision = _apply(update, application, latest.get(application.id), now)
+        if sent_decision is not None:
+            sent.append(sent_decision)
+        if is_changed:
+            application.updated_at = now
+            changed.append(application)
+
+    db.session.flush()
+    for decision in sent:
+        events.emit_decision_sent(decision)
+    if emit_application_updated:
+        for application in changed:
+            events.emit_application_updated(application)
+    db.session.commit()
+    return UpdateOutcome(application_ids=ids, updated=len(changed))
+
+
+def records(scope: InstitutionScope, application_ids: Sequence[str]) -> list[dict]:
+    """The API records of ``application_ids``, in that order."""
+    rows = db.session.execute(application_select(scope).where(Application.id.in_(application_ids)))
+    by_id = {record["id"]: record for record in map(application_record, rows)}
+    return [by_id[application_id] for application_id in application_ids]

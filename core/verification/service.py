@@ -1,0 +1,160 @@
+"""Verifying a record: validation, idempotency, demo or live lookup, billing, response shape.
+
+`verify()` returns a `VerificationResult` for a match (`authentic`, `withheld`, `cancelled`) and raises
+`RecordNotFound` (404), `ServiceUnavailable` (503, never billed) or `InvalidInput` (400). The trial principal
+answers from demo records and is never billed; live keys and OIDC principals are billed to their institution.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from decimal import Decimal
+
+from flask import current_app
+
+from core.errors import NotFound, ServiceUnavailable
+from core.extensions import db
+from core.verification import idempotency
+from core.verification.adapters import ADAPTERS, RegistryAdapter, RegistryAnswer, RegistryUnavailable
+from core.verification.billing import add_charge, agreement_price, identifiers_hash
+from core.verification.demo import demo_requests, find_demo_record
+from core.verification.records import OUTCOME_NOT_FOUND
+from core.verification.registries import REGISTRIES, Registry
+from core.verification.settings import VerificationSettings
+from core.verification.validation import validate_request
+
+RECORD_NOT_FOUND = "Record not found"
+REGISTRY_UNAVAILABLE = "Registry unavailable"
+TRIAL_SCOPE = "trial"
+
+
+class RecordNotFound(NotFound):
+    """404 with the spec's not-found shape: `message`, `issuer` and `billing` next to `code` and `error`."""
+
+    def __init__(self, body: dict, replayed: bool = False):
+        super().__init__(body["error"])
+        # Set directly: `message` is a field of this body but also KaribuError's own argument name.
+        self.extra = {name: value for name, value in body.items() if name not in ("code", "error")}
+        self.replayed = replayed
+
+
+class RegistryUnavailableError(ServiceUnavailable):
+    """503 `Registry unavailable` with `message`, `issuer` and `billing` (never charged)."""
+
+    def __init__(self, registry: Registry, billing: dict):
+        super().__init__(REGISTRY_UNAVAILABLE)
+        self.extra = {"message": f"{registry.name} did not answer; nothing was charged. Retry later.",
+                      "issuer": registry.issuer(), "billing": billing}
+
+
+@dataclass(frozen=True)
+class VerificationResult:
+    body: dict
+    replayed: bool = False
+
+
+def list_issuers(include_demo: bool = False) -> list[dict]:
+    """Every registry with its request fields; with `include_demo`, request bodies matching demo records."""
+    issuers = []
+    for registry in REGISTRIES.values():
+        described = {**registry.issuer(), "fields": [spec.public() for spec in registry.fields]}
+        if include_demo:
+            described["demo_requests"] = demo_requests(registry.code)
+        issuers.append(described)
+    return issuers
+
+
+def current_settings() -> VerificationSettings:
+    return VerificationSettings.from_config(current_app.config, REGISTRIES)
+
+
+def verify(principal, body: object, idempotency_key: str | None = None,
+           settings: VerificationSettings | None = None) -> VerificationResult:
+    settings = settings or current_settings()
+    key = idempotency.check_key(idempotency_key)
+    registry, identifiers = validate_request(body)
+    claimed = None
+    if key is not None:
+        scope = TRIAL_SCOPE if principal.is_trial else principal.institution_id
+        endpoint = settings.endpoints[registry.code]
+        lock_for = timedelta(seconds=endpoint.connect_timeout + endpoint.read_timeout + 5)
+        outcome = idempotency.claim(scope, key, idempotency.request_fingerprint(settings.hash_key, body), lock_for)
+        if isinstance(outcome, idempotency.StoredAnswer):
+            return _replay(outcome)
+        claimed = outcome
+    if principal.is_trial:
+        status, response = _trial_answer(registry, identifiers, settings)
+    else:
+        status, response = _live_answer(principal, registry, identifiers, settings, claimed)
+    if claimed is not None:
+        idempotency.store_answer(claimed, status, response)
+    db.session.commit()
+    if status == 404:
+        raise RecordNotFound(response)
+    return VerificationResult(response)
+
+
+def _replay(stored: idempotency.StoredAnswer) -> VerificationResult:
+    body = {**stored.body, "billing": {**stored.body["billing"], "charged": False, "amount": 0}}
+    if stored.status_code == 404:
+        raise RecordNotFound(body, replayed=True)
+    return VerificationResult(body, replayed=True)
+
+
+def _trial_answer(registry: Registry, identifiers: dict[str, str],
+                  settings: VerificationSettings) -> tuple[int, dict]:
+    record = find_demo_record(registry.code, identifiers)
+    billing = _billing(charged=False, amount=Decimal(0), currency=settings.default_currency)
+    if record is None:
+        return 404, _not_found_body(registry, billing)
+    return 200, _success_body(registry, RegistryAnswer(record.result, record), billing)
+
+
+def _live_answer(principal, registry: Registry, identifiers: dict[str, str], settings: VerificationSettings,
+                 claimed) -> tuple[int, dict]:
+    try:
+        answer = adapter_for(registry.code, settings).lookup(identifiers)
+    except RegistryUnavailable:
+        if claimed is not None:
+            idempotency.release(claimed)
+        raise RegistryUnavailableError(registry, _billing(
+            charged=False, amount=Decimal(0), currency=_currency_of(principal, settings))) from None
+    price = agreement_price(principal.institution_id, settings.default_price, settings.default_currency)
+    add_charge(institution_id=principal.institution_id, api_key_id=principal.key_id, actor=principal.actor,
+               issuer=registry.code, level=identifiers[registry.level_field], outcome=answer.outcome,
+               price=price, identifiers_digest=identifiers_hash(settings.hash_key, registry.code, identifiers))
+    billing = _billing(charged=True, amount=price.amount, currency=price.currency)
+    if answer.outcome == OUTCOME_NOT_FOUND:
+        return 404, _not_found_body(registry, billing)
+    return 200, _success_body(registry, answer, billing)
+
+
+def _currency_of(principal, settings: VerificationSettings) -> str:
+    return agreement_price(principal.institution_id, settings.default_price, settings.default_currency).currency
+
+
+def _billing(*, charged: bool, amount: Decimal, currency: str) -> dict:
+    return {"charged": charged, "amount": float(amount), "currency": currency}
+
+
+def _success_body(registry: Registry, answer: RegistryAnswer, billing: dict) -> dict:
+    return {"code": 200, "result": answer.outcome, "issuer": registry.issuer(),
+            "record": answer.record.response_record(), "billing": billing}
+
+
+def _not_found_body(registry: Registry, billing: dict) -> dict:
+    return {"code": 404, "error": RECORD_NOT_FOUND, "message": f"{registry.name} has no matching record",
+            "issuer": registry.issuer(), "billing": billing}
+
+
+_adapters: dict[tuple, RegistryAdapter] = {}
+
+
+def adapter_for(code: str, settings: VerificationSettings) -> RegistryAdapter:
+    """One adapter (and so one keep-alive session per thread) per registry endpoint, reused across requests."""
+    endpoint = settings.endpoints[code]
+    cache_key = (code, endpoint)
+    adapter = _adapters.get(cache_key)
+    if adapter is None:
+        adapter = _adapters[cache_key] = ADAPTERS[code](endpoint)
+    return adapter

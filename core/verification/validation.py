@@ -1,0 +1,114 @@
+"""Validation of `POST /verifications` bodies, driven by the registry definitions.
+
+Every problem is reported at once as `fields: [{field, message}]`, in a stable order: `issuer`, then the
+registry's fields in definition order, then unexpected fields in the order they were sent.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from functools import lru_cache
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr, ValidationError, create_model
+
+from core.errors import InvalidInput
+from core.verification.registries import CANDIDATE_NAME_FIELDS, REGISTRIES, FieldSpec, Registry
+
+INVALID_REQUEST = "Invalid verification request"
+
+
+def validate_request(body: object) -> tuple[Registry, dict[str, str]]:
+    """Return the registry and its validated identifier fields, or raise InvalidInput listing every problem."""
+    if not isinstance(body, dict):
+        raise InvalidInput(INVALID_REQUEST, fields=[{"field": "body", "message": "must be a JSON object"}])
+    problems: list[dict[str, str]] = []
+    registry = _registry_for(body.get("issuer", None), "issuer" in body, problems)
+    identifiers = {key: value for key, value in body.items() if key != "issuer"}
+    if registry is None:
+        problems.extend(_name_problems(identifiers))
+        raise InvalidInput(INVALID_REQUEST, fields=problems)
+    try:
+        validated = _request_model(registry.code).model_validate(identifiers)
+    except ValidationError as error:
+        problems.extend(_field_problems(registry, identifiers, error))
+    if problems:
+        raise InvalidInput(INVALID_REQUEST, fields=problems)
+    return registry, validated.model_dump()
+
+
+def _registry_for(issuer: object, present: bool, problems: list[dict[str, str]]) -> Registry | None:
+    known = ", ".join(REGISTRIES)
+    if not present:
+        problems.append({"field": "issuer", "message": f"is required: one of {known}"})
+    elif not isinstance(issuer, str):
+        problems.append({"field": "issuer", "message": f"must be a string: one of {known}"})
+    elif issuer not in REGISTRIES:
+        problems.append({"field": "issuer", "message": f"unknown issuer '{issuer[:40]}': expected one of {known}"})
+    else:
+        return REGISTRIES[issuer]
+    return None
+
+
+def _name_problems(identifiers: dict) -> list[dict[str, str]]:
+    return [
+        {"field": key, "message": "candidate names are never sent; the registry returns them"}
+        for key in identifiers if key.lower() in CANDIDATE_NAME_FIELDS
+    ]
+
+
+def _field_problems(registry: Registry, identifiers: dict, error: ValidationError) -> list[dict[str, str]]:
+    by_field: dict[str, str] = {}
+    for detail in error.errors():
+        name = str(detail["loc"][0]) if detail["loc"] else "body"
+        by_field.setdefault(name, _message(registry, name, detail))
+    ordered = [name for name in registry.field_names if name in by_field]
+    ordered += [name for name in identifiers if name in by_field and name not in registry.field_names]
+    return [{"field": name, "message": by_field[name]} for name in ordered]
+
+
+def _message(registry: Registry, name: str, detail: dict) -> str:
+    kind = detail["type"]
+    spec = next((spec for spec in registry.fields if spec.name == name), None)
+    if kind == "extra_forbidden":
+        if name.lower() in CANDIDATE_NAME_FIELDS:
+            return "candidate names are never sent; the registry returns them"
+        return f"is not a field of {registry.code}: it takes {', '.join(registry.field_names)}"
+    if kind == "missing":
+        return f"is required for {registry.code}"
+    if kind == "string_type":
+        return "must be a string"
+    if kind == "literal_error" and spec is not None:
+        return f"must be one of {', '.join(spec.enum)}"
+    if kind == "string_pattern_mismatch" and spec is not None:
+        return spec.pattern_message or f"must match {spec.pattern}"
+    if kind == "value_error":
+        return str(detail.get("ctx", {}).get("error", detail["msg"]))
+    return detail["msg"]
+
+
+def _not_in_future(value: str) -> str:
+    if int(value) > datetime.now(timezone.utc).year:
+        raise ValueError("must not be in the future")
+    return value
+
+
+def _annotation(spec: FieldSpec):
+    if spec.enum:
+        return Literal[spec.enum]
+    annotation = Annotated[StrictStr, Field(pattern=spec.pattern)] if spec.pattern else StrictStr
+    if spec.is_year:
+        annotation = Annotated[annotation, AfterValidator(_not_in_future)]
+    return annotation
+
+
+@lru_cache(maxsize=None)
+def _request_model(code: str) -> type[BaseModel]:
+    registry = REGISTRIES[code]
+    definitions = {
+        spec.name: (_annotation(spec), ... if spec.required else None) for spec in registry.fields
+    }
+    return create_model(
+        f"{code}VerificationRequest",
+        __config__=ConfigDict(extra="forbid", strict=True),
+        **definitions,
+    )

@@ -1,0 +1,149 @@
+"""Endpoint settings: one webhook URL per institution, its event types, options and signing secret."""
+
+from __future__ import annotations
+
+from sqlalchemy import update
+
+from core.errors import InvalidInput, NotFound
+from core.extensions import db
+from core.models import Institution
+from core.models.webhooks import SENDABLE_STATUSES, WebhookDelivery, WebhookEndpoint
+from core.scoping import InstitutionScope
+from core.webhooks.runtime import runtime, transport_settings
+from core.webhooks.signing import generate_secret
+from core.webhooks.urls import UnsafeURL, check_url
+
+SUBSCRIBABLE_EVENT_TYPES = (
+    "application.submitted",
+    "application.updated",
+    "decision.sent",
+    "decision.responded",
+    "payment.completed",
+)
+TEST_EVENT_TYPE = "webhook.test"
+
+
+def get_endpoint(institution_id: str) -> WebhookEndpoint | None:
+    """The institution's endpoint, or None when it has not configured one."""
+    scope = InstitutionScope(institution_id)
+    return db.session.scalars(scope.select(WebhookEndpoint)).one_or_none()
+
+
+def require_endpoint(institution_id: str) -> WebhookEndpoint:
+    endpoint = get_endpoint(institution_id)
+    if endpoint is None:
+        raise NotFound("No webhook endpoint is configured for this institution")
+    return endpoint
+
+
+def validate_event_types(events) -> list[str]:
+    """The subscribed event types in canonical order; raise InvalidInput naming what is wrong."""
+    if isinstance(events, str):
+        events = [part.strip() for part in events.split(",") if part.strip()]
+    if not isinstance(events, (list, tuple)) or not all(isinstance(e, str) for e in events):
+        raise InvalidInput("events must be a list of event types", field="events")
+    if not events:
+        raise InvalidInput("events must name at least one event type", field="events")
+    unknown = [e for e in events if e not in SUBSCRIBABLE_EVENT_TYPES]
+    if TEST_EVENT_TYPE in unknown:
+        raise InvalidInput("events: webhook.test is always delivered and cannot be subscribed to", field="events")
+    if unknown:
+        raise InvalidInput(
+            f"events: unknown event type {unknown[0]!r}; allowed: {', '.join(SUBSCRIBABLE_EVENT_TYPES)}",
+            field="events",
+        )
+    return [e for e in SUBSCRIBABLE_EVENT_TYPES if e in events]
+
+
+def validate_url(url) -> str:
+    settings = transport_settings()
+    if not isinstance(url, str):
+        raise InvalidInput("url must be a string", field="url")
+    try:
+        check_url(url.strip(), allow_private=settings.allow_private, allow_http=settings.allow_http,
+                  resolver=runtime.resolver)
+    except UnsafeURL as refused:
+        raise InvalidInput(f"url is not allowed: {refused.reason}", field="url") from None
+    return url.strip()
+
+
+def save_endpoint(institution_id: str, url: str, events=None, include_name: bool | None = None
+                  ) -> tuple[WebhookEndpoint, str | None]:
+    """Create or update the endpoint. Returns (endpoint, new signing secret or None).
+
+    A secret is made only when the endpoint is first created; `events` None keeps the current
+    subscription (all types for a new endpoint), `include_name` None keeps the current option (off).
+    """
+    institution = db.session.get(Institution, institution_id)
+    if institution is None:
+        raise NotFound("Institution not found")
+    clean_url = validate_url(url)
+    endpoint = get_endpoint(institution_id)
+    event_types = validate_event_types(events) if events is not None else None
+    if include_name is not None and not isinstance(include_name, bool):
+        raise InvalidInput("include_name must be true or false", field="include_name")
+    new_secret = None
+    if endpoint is None:
+        new_secret = generate_secret()
+        endpoint = WebhookEndpoint(
+            institution_id=institution_id,
+            url=clean_url,
+            event_types=event_types or list(SUBSCRIBABLE_EVENT_TYPES),
+            include_applicant_name=bool(include_name),
+            enabled=True,
+            consecutive_failures=0,
+            secret_ciphertext=runtime.secret_box().encrypt(new_secret),
+            secret_rotated_at=runtime.clock.now(),
+        )
+        db.session.add(endpoint)
+    else:
+        endpoint.url = clean_url
+        if event_types is not None:
+            endpoint.event_types = event_types
+        if include_name is not None:
+            endpoint.include_applicant_name = include_name
+    db.session.commit()
+    return endpoint, new_secret
+
+
+def rotate_secret(institution_id: str) -> str:
+    """Replace the signing secret; the old one is useless from this commit on (every later attempt,
+    including retries of older deliveries, is signed with the new one)."""
+    endpoint = require_endpoint(institution_id)
+    secret = generate_secret()
+    endpoint.secret_ciphertext = runtime.secret_box().encrypt(secret)
+    endpoint.secret_rotated_at = runtime.clock.now()
+    db.session.commit()
+    return secret
+
+
+def signing_secret(endpoint: WebhookEndpoint) -> str:
+    return runtime.secret_box().decrypt(endpoint.secret_ciphertext)
+
+
+def enable_endpoint(institution_id: str) -> WebhookEndpoint:
+    """Re-enable a disabled endpoint and reset its consecutive failure count. Deliveries skipped while it
+    was disabled stay `endpoint_disabled` until recovered."""
+    endpoint = require_endpoint(institution_id)
+    endpoint.enabled = True
+    endpoint.consecutive_failures = 0
+    endpoint.disabled_at = None
+    db.session.commit()
+    return endpoint
+
+
+def disable_endpoint_after_failures(endpoint_id: str, now) -> bool:
+    """Disable the endpoint and mark its unsent deliveries `endpoint_disabled` (caller commits).
+    Returns False when it was already disabled."""
+    changed = db.session.execute(
+        update(WebhookEndpoint)
+        .where(WebhookEndpoint.id == endpoint_id, WebhookEndpoint.enabled.is_(True))
+        .values(enabled=False, disabled_at=now)
+    ).rowcount
+    if changed:
+        db.session.execute(
+            update(WebhookDelivery)
+            .where(WebhookDelivery.endpoint_id == endpoint_id, WebhookDelivery.status.in_(SENDABLE_STATUSES))
+            .values(status="endpoint_disabled", next_attempt_at=None, lease_token=None, lease_expires_at=None)
+        )
+    return bool(changed)

@@ -1,0 +1,116 @@
+"""The delivery log (newest first, filterable by status), redeliver, recover and the test ping."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select
+
+from core.errors import Conflict, InvalidInput
+from core.events import emit_webhook_test
+from core.extensions import db
+from core.models.webhooks import DELIVERY_STATUSES, WebhookAttempt, WebhookDelivery
+from core.scoping import InstitutionScope
+from core.webhooks.endpoints import require_endpoint
+from core.webhooks.outbox import drain_after_commit
+from core.webhooks.runtime import runtime
+
+MAX_LOG_LIMIT = 200
+# Deliveries that `recover` sends again: failing, dead, or skipped while the endpoint was disabled.
+RECOVERABLE_STATUSES = ("retry_scheduled", "dead", "endpoint_disabled")
+
+
+@dataclass(frozen=True)
+class DeliveryPage:
+    deliveries: list[WebhookDelivery]
+    next_before: str | None  # pass as `before` for the next (older) page; None on the last page
+
+
+def list_deliveries(institution_id: str, status: str | None = None, *, limit: int = 50,
+                    before: str | None = None) -> DeliveryPage:
+    """Deliveries of the institution, newest first, optionally only those with `status`."""
+    if status is not None and status not in DELIVERY_STATUSES:
+        raise InvalidInput(f"status must be one of: {', '.join(DELIVERY_STATUSES)}", field="status")
+    if not isinstance(limit, int) or not 1 <= limit <= MAX_LOG_LIMIT:
+        raise InvalidInput(f"limit must be between 1 and {MAX_LOG_LIMIT}", field="limit")
+    scope = InstitutionScope(institution_id)
+    query = scope.select(WebhookDelivery)
+    if status is not None:
+        query = query.where(WebhookDelivery.status == status)
+    if before is not None:
+        anchor = scope.get(WebhookDelivery, before)
+        if anchor is None:
+            raise InvalidInput("before must be the id of a delivery of this institution", field="before")
+        query = query.where(
+            (WebhookDelivery.created_at < anchor.created_at)
+            | ((WebhookDelivery.created_at == anchor.created_at) & (WebhookDelivery.id < anchor.id))
+        )
+    rows = list(db.session.scalars(
+        query.order_by(WebhookDelivery.created_at.desc(), WebhookDelivery.id.desc()).limit(limit + 1)
+    ))
+    has_more = len(rows) > limit
+    rows = rows[:limit]
+    return DeliveryPage(rows, rows[-1].id if has_more else None)
+
+
+def get_delivery_with_attempts(institution_id: str, delivery_id: str
+                               ) -> tuple[WebhookDelivery, list[WebhookAttempt]]:
+    """One delivery of the institution and its attempts, oldest first. NotFound for a foreign id."""
+    delivery = InstitutionScope(institution_id).require(WebhookDelivery, delivery_id, what="Delivery")
+    attempts = list(db.session.scalars(
+        select(WebhookAttempt).where(WebhookAttempt.delivery_id == delivery.id).order_by(WebhookAttempt.number)
+    ))
+    return delivery, attempts
+
+
+def _require_enabled_endpoint(institution_id: str):
+    endpoint = require_endpoint(institution_id)
+    if not endpoint.enabled:
+        raise Conflict("The webhook endpoint is disabled; re-enable it first")
+    return endpoint
+
+
+def redeliver(institution_id: str, delivery_id: str) -> WebhookDelivery:
+    """Queue one more attempt of a delivery now, whatever its status (a delivered one is sent again)."""
+    _require_enabled_endpoint(institution_id)
+    delivery = InstitutionScope(institution_id).require(WebhookDelivery, delivery_id, what="Delivery")
+    if delivery.lease_expires_at is not None and delivery.lease_expires_at > runtime.clock.now():
+        raise Conflict("The delivery is being attempted right now")
+    _make_due(delivery)
+    db.session.commit()
+    return delivery
+
+
+def recover_since(institution_id: str, since: datetime) -> int:
+    """Queue again every delivery created since `since` that failed, died or was skipped while the
+    endpoint was disabled. Returns how many were queued."""
+    if not isinstance(since, datetime):
+        raise InvalidInput("since must be a date and time", field="since")
+    _require_enabled_endpoint(institution_id)
+    deliveries = list(db.session.scalars(
+        InstitutionScope(institution_id).select(WebhookDelivery)
+        .where(WebhookDelivery.status.in_(RECOVERABLE_STATUSES), WebhookDelivery.created_at >= since)
+        .order_by(WebhookDelivery.created_at)
+    ))
+    for delivery in deliveries:
+        _make_due(delivery)
+    db.session.commit()
+    return len(deliveries)
+
+
+def _make_due(delivery: WebhookDelivery) -> None:
+    now = runtime.clock.now()
+    delivery.status = "pending"
+    delivery.next_attempt_at = now
+    delivery.lease_token = delivery.lease_expires_at = None
+    drain_after_commit()
+
+
+def send_test_ping(institution_id: str) -> WebhookDelivery:
+    """Queue a `webhook.test` event to the configured URL (always delivered, whatever the subscription)."""
+    _require_enabled_endpoint(institution_id)
+    event = emit_webhook_test(institution_id)
+    db.session.commit()
+    return db.session.scalars(select(WebhookDelivery).where(WebhookDelivery.event_id == event.id)).one()
+

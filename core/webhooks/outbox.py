@@ -1,0 +1,110 @@
+"""The outbox: delivery rows written in the caller's transaction, a worker woken only after it commits.
+
+The database is the queue and the source of truth; RQ jobs are wake-up calls. After a commit that made
+deliveries due, one drain job is queued unless one is already waiting (a short-lived Redis flag), and the
+drain attempts every due delivery. If queueing fails (Redis down) or the job is lost, the periodic sweep
+finds the due deliveries in the database and wakes a worker again.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from sqlalchemy import event as sa_event
+from sqlalchemy.orm import Session
+
+from core.extensions import db, redis_connection
+from core.models import Event, new_id
+from core.models.webhooks import WebhookDelivery
+from core.queue import enqueue
+from core.webhooks.endpoints import TEST_EVENT_TYPE, get_endpoint
+from core.webhooks.runtime import runtime
+
+log = logging.getLogger(__name__)
+
+DRAIN_JOB = "jobs.deliveries.drain"
+QUEUE_NAME = "webhooks"
+# Set while a drain job waits in the queue; expires so a lost job cannot block wake-ups for long.
+DRAIN_QUEUED_KEY = "karibu:webhooks:drain-queued"
+DRAIN_QUEUED_TTL_SECONDS = 30
+DRAIN_JOB_TIMEOUT = 180
+_DRAIN_AFTER_COMMIT = "karibu_webhooks_drain_after_commit"
+_ENDPOINTS = "karibu_webhooks_endpoints"
+
+
+def add_delivery_for(event: Event) -> WebhookDelivery | None:
+    """Write the delivery row for `event` in the current session, if the institution's endpoint takes it.
+
+    `applicant` is removed from application events unless the endpoint includes names. Nothing is
+    written when there is no endpoint or the type is not subscribed; a disabled endpoint records the
+    delivery as `endpoint_disabled` without sending it.
+    """
+    endpoint = _endpoint_in_this_transaction(event.institution_id)
+    if event.type.startswith("application.") and not (endpoint and endpoint.include_applicant_name):
+        event.payload = {**event.payload, "applicant": None}
+    if endpoint is None:
+        return None
+    if event.type != TEST_EVENT_TYPE and event.type not in endpoint.event_types:
+        return None
+    if not event.id:
+        event.id = new_id("evt")
+    now = runtime.clock.now()
+    delivery = WebhookDelivery(
+        id=new_id("whd"),
+        institution_id=event.institution_id,
+        endpoint_id=endpoint.id,
+        event_id=event.id,
+        event_type=event.type,
+        status="pending" if endpoint.enabled else "endpoint_disabled",
+        attempts=0,
+        next_attempt_at=now if endpoint.enabled else None,
+        created_at=now,
+        updated_at=now,
+    )
+    db.session.add(delivery)
+    if endpoint.enabled:
+        drain_after_commit()
+    return delivery
+
+
+def _endpoint_in_this_transaction(institution_id: str):
+    """The institution's endpoint, looked up once per transaction (a bulk update emits many events)."""
+    cache = db.session().info.setdefault(_ENDPOINTS, {})
+    if institution_id not in cache:
+        with db.session.no_autoflush:
+            cache[institution_id] = get_endpoint(institution_id)
+    return cache[institution_id]
+
+
+def drain_after_commit() -> None:
+    """Wake a worker once the current transaction commits (nothing happens if it rolls back)."""
+    db.session().info[_DRAIN_AFTER_COMMIT] = True
+
+
+def signal_drain() -> bool:
+    """Queue a drain job unless one is already waiting; True when one was queued."""
+    if not redis_connection().set(DRAIN_QUEUED_KEY, b"1", nx=True, ex=DRAIN_QUEUED_TTL_SECONDS):
+        return False
+    enqueue(QUEUE_NAME, DRAIN_JOB, result_ttl=0, failure_ttl=86400, job_timeout=DRAIN_JOB_TIMEOUT)
+    return True
+
+
+def drain_started() -> None:
+    """Called by a starting drain: commits from now on must queue another one."""
+    redis_connection().delete(DRAIN_QUEUED_KEY)
+
+
+@sa_event.listens_for(Session, "after_commit")
+def _signal_after_commit(session: Session) -> None:
+    session.info.pop(_ENDPOINTS, None)
+    if session.info.pop(_DRAIN_AFTER_COMMIT, False):
+        try:
+            signal_drain()
+        except Exception:  # Redis unavailable: the sweep wakes a worker once it is back
+            log.warning("could not queue a webhook drain; the sweep will retry", exc_info=True)
+
+
+@sa_event.listens_for(Session, "after_rollback")
+def _forget_rolled_back(session: Session) -> None:
+    session.info.pop(_DRAIN_AFTER_COMMIT, None)
+    session.info.pop(_ENDPOINTS, None)

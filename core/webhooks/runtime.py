@@ -1,0 +1,62 @@
+"""Process-wide pieces of the webhook engine: the clock, the resolver, the transport and the secret box.
+
+Tests replace `runtime.clock` (a controllable clock for the whole retry schedule) and `runtime.resolver`
+(fake DNS answers); production uses the system clock and resolver.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from flask import current_app
+
+from core.webhooks.schedule import Clock, SystemClock
+from core.webhooks.signing import SecretBox
+from core.webhooks.transport import Transport, TransportSettings
+from core.webhooks.urls import Resolver
+
+SENDER_THREADS = 16
+
+
+@dataclass
+class Runtime:
+    clock: Clock = field(default_factory=SystemClock)
+    resolver: Resolver | None = None  # None: the system resolver
+    _transports: dict = field(default_factory=dict)
+    _boxes: dict = field(default_factory=dict)
+    _senders: ThreadPoolExecutor | None = None
+
+    def transport(self) -> Transport:
+        """One transport (and so one keep-alive pool) per process and configuration."""
+        settings = transport_settings()
+        key = (settings, id(self.resolver))
+        found = self._transports.get(key)
+        if found is None:
+            found = self._transports[key] = Transport(settings, resolver=self.resolver)
+        return found
+
+    def senders(self) -> ThreadPoolExecutor:
+        """Threads that send a claimed batch concurrently (HTTP only; the caller records results)."""
+        if self._senders is None:
+            self._senders = ThreadPoolExecutor(max_workers=SENDER_THREADS, thread_name_prefix="webhook-sender")
+        return self._senders
+
+    def secret_box(self) -> SecretBox:
+        secret_key = current_app.config["SECRET_KEY"]
+        box = self._boxes.get(secret_key)
+        if box is None:
+            box = self._boxes[secret_key] = SecretBox(secret_key)
+        return box
+
+
+def transport_settings() -> TransportSettings:
+    config = current_app.config
+    return TransportSettings(
+        allow_private=bool(config.get("WEBHOOK_ALLOW_PRIVATE_TARGETS")),
+        allow_http=bool(config.get("WEBHOOK_ALLOW_HTTP")),
+        ca_bundle=config.get("WEBHOOK_CA_BUNDLE") or None,
+    )
+
+
+runtime = Runtime()

@@ -1,0 +1,33 @@
+"""The sweep: wake a worker when deliveries are due and unclaimed (retries coming due, jobs lost with
+Redis, claims of a worker that died). Runs periodically; an extra wake-up is harmless because attempts
+are claimed."""
+
+from __future__ import annotations
+
+from sqlalchemy import func, or_, select
+
+from core.extensions import db
+from core.models.webhooks import SENDABLE_STATUSES, WebhookDelivery
+from core.webhooks.outbox import signal_drain
+from core.webhooks.runtime import runtime
+
+
+def count_due_deliveries() -> int:
+    now = runtime.clock.now()
+    count = db.session.scalar(
+        select(func.count()).select_from(WebhookDelivery).where(
+            WebhookDelivery.status.in_(SENDABLE_STATUSES),
+            WebhookDelivery.next_attempt_at <= now,
+            or_(WebhookDelivery.lease_expires_at.is_(None), WebhookDelivery.lease_expires_at < now),
+        )
+    )
+    db.session.rollback()
+    return count
+
+
+def sweep_due_deliveries() -> int:
+    """Queue a drain when deliveries are due and unclaimed; returns how many are due."""
+    due = count_due_deliveries()
+    if due:
+        signal_drain()
+    return due
