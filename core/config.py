@@ -55,6 +55,7 @@ class Settings(BaseSettings):
     # --- portal ---
     PORTAL_LOGIN_RATE_LIMIT: str = "5/minute;20/hour"
     PORTAL_LOGIN_ADDRESS_RATE_LIMIT: str = "30/minute"
+    PORTAL_TRY_RATE_LIMIT: str = "30/minute"
     SESSION_COOKIE_SECURE: bool = False
     SESSION_COOKIE_SAMESITE: str = "Lax"
 

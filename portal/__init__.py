@@ -16,4 +16,6 @@ def _configure(state) -> None:
 
 
 # Views register themselves on `bp`.
-from portal import applicants, audit_log, auth, cycles, dashboard, keys, users  # noqa: E402,F401
+from portal import (  # noqa: E402,F401
+    applicants, audit_log, auth, cycles, dashboard, keys, users, verification, webhooks,
+)

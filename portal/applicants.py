@@ -3,17 +3,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from flask import g, request, send_file, url_for
+from urllib.parse import urlencode
+
+from flask import Response, current_app, flash, g, redirect, request, send_file, stream_with_context, url_for
 
 from core.applicant_file import applicant_file, application_document
+from core.csv_export import export_applications_csv
+from core.errors import InvalidInput
 from core.documents import document_storage
-from core.listing import fetch_application_page, parse_application_query
+from core.listing import fetch_application_page, fetch_applications_by_id, parse_application_query
+from core.models import utcnow
 from core.models.admissions import DECISIONS
 from core.overview import cycles, programs, stages
 from core.records import application_record
+from core.updates import MAX_UPDATES, apply_updates, parse_updates
 from portal import bp
 from portal.rendering import is_partial_request, render_page
-from portal.security import audit, staff_required
+from portal.security import audit, safe_next, staff_required
 
 PAGE_SIZE = 50
 EVENT_LABELS = {
@@ -58,6 +64,10 @@ class Choices:
     decisions: tuple = DECISIONS
 
 
+def _stage_names(pipeline=None) -> dict[str, str]:
+    return {stage.key: stage.name for stage in (pipeline or stages(g.scope.institution_id))}
+
+
 def _page(filters: Filters, cursor: str | None):
     args = filters.as_args()
     if cursor:
@@ -74,8 +84,7 @@ def applicants():
     cursor = request.args.get("cursor") or None
     page, records = _page(filters, cursor)
     pipeline = stages(g.scope.institution_id)
-    context = dict(filters=filters, page=page, records=records, cursor=cursor,
-                   stage_names={stage.key: stage.name for stage in pipeline})
+    context = dict(filters=filters, page=page, records=records, cursor=cursor, stage_names=_stage_names(pipeline))
     if is_partial_request() and cursor:
         return render_page("applicants/partial/rows.html", **context)
     choices = Choices(cycles=cycles(g.scope), programs=programs(g.scope), stages=pipeline)
@@ -90,9 +99,8 @@ def applicants():
 def applicant_detail(application_id: str):
     file = applicant_file(g.scope, application_id)
     audit("applicant.view", application_id)
-    stage_names = {stage.key: stage.name for stage in stages(g.scope.institution_id)}
     return render_page("applicants/detail.html", file=file, record=file.record, event_labels=EVENT_LABELS,
-                       stage_names=stage_names)
+                       stage_names=_stage_names())
 
 
 @bp.get("/applicants/<application_id>/documents/<document_id>")
@@ -102,3 +110,73 @@ def applicant_document(application_id: str, document_id: str):
     audit("document.download", document_id)
     return send_file(document_storage().path(document.sha256), mimetype=document.content_type,
                      as_attachment=True, download_name=document.filename, max_age=0)
+
+
+def _back_to_list(message: str, category: str):
+    """No-JavaScript fallback of the bulk form: back to the page it was sent from, with a message."""
+    flash(message, category)
+    referrer = request.referrer or ""
+    path = referrer.split(request.host, 1)[-1] if request.host in referrer else ""
+    return redirect(safe_next(path) or url_for("portal.applicants"))
+
+
+@bp.post("/applicants/bulk")
+@staff_required
+def applicants_bulk():
+    """Stage and decision changes of the selected rows: all or nothing, the same rules as the API's PATCH."""
+    ids = list(dict.fromkeys(value for value in request.form.getlist("ids") if value))
+    change = {name: request.form[name] for name in ("stage", "decision") if request.form.get(name)}
+    if request.form.get("send_decision") == "true":
+        change["send_decision"] = True
+    if not ids:
+        raise InvalidInput("Select at least one applicant first.", field="ids")
+    if len(ids) > MAX_UPDATES:
+        raise InvalidInput(f"Select at most {MAX_UPDATES} applicants at a time.", field="ids")
+    if not change:
+        raise InvalidInput("Choose a stage or a decision to apply.", field="stage")
+    try:
+        outcome = apply_updates(g.scope, parse_updates({"updates": [{"id": id_, **change} for id_ in ids]}),
+                                emit_application_updated=current_app.config["EMIT_APPLICATION_UPDATED"])
+    except InvalidInput as error:
+        audit("applicants.bulk_update", f"{len(ids)} selected", status=400)
+        if not is_partial_request():
+            return _back_to_list(f"{error.message}.", "bad")
+        row_errors = {problem["id"]: problem["message"] for problem in error.extra.get("errors") or []}
+        rows, _ = fetch_applications_by_id(g.scope, ids)
+        return render_page("applicants/partial/bulk_result.html", ok=False, message=error.message,
+                           records=[application_record(row) for row in rows], row_errors=row_errors,
+                           stage_names=_stage_names(), status=400)
+    audit("applicants.bulk_update", f"{outcome.updated} of {len(ids)} changed")
+    message = f"{outcome.updated} of {len(ids)} selected applications changed."
+    if not is_partial_request():
+        return _back_to_list(message, "ok")
+    rows, _ = fetch_applications_by_id(g.scope, ids)
+    return render_page("applicants/partial/bulk_result.html", ok=True, message=message,
+                       records=[application_record(row) for row in rows], row_errors={},
+                       stage_names=_stage_names())
+
+
+@bp.post("/applicants/<application_id>/send-decision")
+@staff_required
+def applicant_send_decision(application_id: str):
+    """Release the current decision to the applicant (emits decision.sent)."""
+    apply_updates(g.scope, parse_updates({"updates": [{"id": application_id, "send_decision": True}]}),
+                  emit_application_updated=current_app.config["EMIT_APPLICATION_UPDATED"])
+    audit("decision.send", application_id)
+    file = applicant_file(g.scope, application_id)
+    if is_partial_request():
+        return render_page("applicants/partial/decisions.html", file=file, record=file.record, sent=True)
+    flash("The decision was sent to the applicant.", "ok")
+    return redirect(url_for("portal.applicant_detail", application_id=application_id))
+
+
+@bp.get("/applicants/export.csv")
+@staff_required
+def applicants_export():
+    """Every application matching the current filters, streamed as one CSV in constant memory."""
+    filters = Filters.from_args(request.args)
+    query = parse_application_query(filters.as_args(), kind="portal-applicants", default_limit=PAGE_SIZE)
+    audit("applicants.export", urlencode(filters.as_args()) or "all")
+    filename = f"applicants-{utcnow():%Y%m%d-%H%M}.csv"
+    return Response(stream_with_context(export_applications_csv(g.scope, query.filters)),
+                    mimetype="text/csv", headers={"Content-Disposition": f'attachment; filename="{filename}"'})

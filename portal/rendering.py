@@ -41,6 +41,8 @@ NAVIGATION = (
     NavItem("portal.dashboard", "Dashboard", ("dashboard",)),
     NavItem("portal.applicants", "Applicants", ("applicant",)),
     NavItem("portal.cycles", "Cycles", ("cycles",)),
+    NavItem("portal.verification", "Verification", ("verification",)),
+    NavItem("portal.webhooks", "Webhooks", ("webhooks",), admin_only=True),
     NavItem("portal.api_keys", "API keys", ("api_keys",), admin_only=True),
     NavItem("portal.users", "Users", ("users",), admin_only=True),
     NavItem("portal.audit_log", "Audit log", ("audit",)),

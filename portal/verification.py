@@ -1,0 +1,192 @@
+"""Record verification in the portal: the public try page (trial key) and, for staff, live lookups with a
+billing confirmation and the usage and spend of the institution."""
+from __future__ import annotations
+
+import json
+import shlex
+
+from flask import Response, current_app, g, request, stream_with_context, url_for
+from flask_login import current_user
+
+from core.applicant_checks import record_check
+from core.auth import Principal
+from core.models import Application
+from core.errors import KaribuError
+from core.extensions import limiter
+from core.verification.billing import agreement_price, usage_by_month, usage_csv
+from core.verification.registries import REGISTRIES
+from core.verification.service import current_settings, list_issuers, verify
+from portal import bp
+from portal.rendering import render_page
+from portal.security import audit, staff_required
+
+TRIAL_ACTOR = "trial"
+
+
+def _issuers() -> dict[str, dict]:
+    return {issuer["code"]: issuer for issuer in list_issuers(include_demo=True)}
+
+
+def _chosen_issuer(issuers: dict[str, dict], code: str | None) -> dict:
+    return issuers.get((code or "").upper()) or next(iter(issuers.values()))
+
+
+def _prefill(issuer: dict, args) -> dict[str, str]:
+    """Values for the form: a demo request picked by index (`demo=N`), else what was sent."""
+    demo = args.get("demo", "")
+    if demo.isdigit() and int(demo) < len(issuer["demo_requests"]):
+        chosen = issuer["demo_requests"][int(demo)]
+        return {name: str(value) for name, value in chosen.items() if name != "issuer"}
+    return {field["name"]: (args.get(field["name"]) or "").strip() for field in issuer["fields"]}
+
+
+def _request_body(issuer: dict, form) -> dict:
+    body = {"issuer": issuer["code"]}
+    for field in issuer["fields"]:
+        value = (form.get(field["name"]) or "").strip()
+        if value:
+            body[field["name"]] = value
+    return body
+
+
+def curl_command(base_url: str, api_key: str, body: dict) -> str:
+    return (f"curl -sS -X POST {shlex.quote(base_url.rstrip('/') + '/api/v1/verifications')} \\\n"
+            f"  -H {shlex.quote('Authorization: Bearer ' + api_key)} \\\n"
+            f"  -H 'Content-Type: application/json' \\\n"
+            f"  -d {shlex.quote(json.dumps(body, ensure_ascii=False))}")
+
+
+def _outcome(principal: Principal, body: dict) -> dict:
+    """Run one verification; the outcome carries the response body and status as the API would send them."""
+    try:
+        result = verify(principal, body)
+    except KaribuError as error:
+        answer = {"code": error.status, "error": error.message, **error.extra}
+        return {"status": error.status, "answer": answer, "fields": error.extra.get("fields") or []}
+    return {"status": 200, "answer": result.body, "fields": []}
+
+
+def _page_status(outcome: dict) -> int:
+    """The page itself: 422 when the form needs fixing; otherwise 200, whatever the registry said."""
+    return 422 if outcome["status"] == 400 else 200
+
+
+def _field_errors(outcome: dict) -> dict[str, str]:
+    return {problem["field"]: problem["message"] for problem in outcome.get("fields", [])}
+
+
+# --- the public try page -------------------------------------------------------------------------------
+
+
+@bp.get("/try")
+def try_page():
+    issuers = _issuers()
+    issuer = _chosen_issuer(issuers, request.args.get("issuer"))
+    return render_page("verification/try.html", "verification/partial/try_fields.html", issuers=issuers,
+                       issuer=issuer, values=_prefill(issuer, request.args), errors={}, outcome=None,
+                       trial_key=current_app.config["TRIAL_API_KEY"], form_action=url_for("portal.try_verify"),
+                       show_demos=True)
+
+
+@bp.post("/try")
+@limiter.limit(lambda: current_app.config["PORTAL_TRY_RATE_LIMIT"])
+def try_verify():
+    issuers = _issuers()
+    issuer = _chosen_issuer(issuers, request.form.get("issuer"))
+    body = _request_body(issuer, request.form)
+    trial_key = current_app.config["TRIAL_API_KEY"]
+    outcome = _outcome(Principal(kind="trial", institution_id=None, key_id=None, actor=TRIAL_ACTOR), body)
+    outcome["curl"] = curl_command(request.url_root, trial_key, body)
+    outcome["json"] = json.dumps(outcome["answer"], indent=2, ensure_ascii=False)
+    audit("verification.try", issuer["code"], status=outcome["status"])
+    return render_page("verification/try.html", "verification/partial/result.html", issuers=issuers,
+                       issuer=issuer, values=_prefill(issuer, request.form), errors=_field_errors(outcome),
+                       outcome=outcome, trial_key=trial_key, form_action=url_for("portal.try_verify"),
+                       show_demos=True, status=_page_status(outcome))
+
+
+# --- live lookups and usage (signed-in staff) ----------------------------------------------------------
+
+
+def _price():
+    settings = current_settings()
+    return agreement_price(current_user.institution_id, settings.default_price, settings.default_currency)
+
+
+def _staff_principal() -> Principal:
+    return Principal(kind="live_key", institution_id=current_user.institution_id, key_id=None,
+                     actor=f"portal:{current_user.email}")
+
+
+def _application_id(values) -> str | None:
+    """The application a lookup is made for (from the applicant's page), checked to be this institution's."""
+    application_id = (values.get("application") or "").strip()
+    if not application_id:
+        return None
+    g.scope.require(Application, application_id, what="Application")
+    return application_id
+
+
+@bp.get("/verification")
+@staff_required
+def verification():
+    issuers = _issuers()
+    issuer = _chosen_issuer(issuers, request.args.get("issuer"))
+    return render_page("verification/live.html", "verification/partial/try_fields.html", issuers=issuers,
+                       issuer=issuer, values=_prefill(issuer, request.args), errors={}, outcome=None,
+                       price=_price(), form_action=url_for("portal.verification_lookup"),
+                       application_id=_application_id(request.args))
+
+
+@bp.post("/verification")
+@staff_required
+def verification_lookup():
+    issuers = _issuers()
+    issuer = _chosen_issuer(issuers, request.form.get("issuer"))
+    body = _request_body(issuer, request.form)
+    application_id = _application_id(request.form)
+    price = _price()
+    if request.form.get("confirm_billing") != "yes":
+        answer = {"code": 400, "error": "Confirm the charge before a live lookup",
+                  "fields": [{"field": "confirm_billing", "message": "tick the box to accept the charge"}]}
+        outcome = {"status": 400, "answer": answer, "fields": answer["fields"]}
+    else:
+        outcome = _outcome(_staff_principal(), body)
+        audit("verification.live", f"{issuer['code']} {application_id or ''}".strip(), status=outcome["status"])
+        if application_id and outcome["status"] in (200, 404):
+            level_field = REGISTRIES[issuer["code"]].level_field
+            record_check(g.scope, application_id, issuer=issuer["code"], level=body.get(level_field, ""),
+                         answer=outcome["answer"], actor=current_user.email)
+    return render_page("verification/live.html", "verification/partial/result.html", issuers=issuers,
+                       issuer=issuer, values=_prefill(issuer, request.form), errors=_field_errors(outcome),
+                       outcome=outcome, price=price, form_action=url_for("portal.verification_lookup"),
+                       application_id=application_id, status=_page_status(outcome))
+
+
+@bp.get("/verification/usage")
+@staff_required
+def verification_usage():
+    rows = usage_by_month(current_user.institution_id)
+    totals: dict[str, dict] = {}
+    for row in rows:
+        total = totals.setdefault(row["currency"], {"lookups": 0, "amount": 0})
+        total["lookups"] += row["lookups"]
+        total["amount"] += row["amount"]
+    return render_page("verification/usage.html", rows=rows, totals=totals)
+
+
+@bp.get("/verification/usage.csv")
+@staff_required
+def verification_usage_csv():
+    month = request.args.get("month") or None
+    lines = usage_csv(current_user.institution_id, month)
+    first = next(lines)  # validates `month` before the response starts
+    audit("verification.usage_export", month or "all")
+    filename = f"verification-usage-{month or 'all'}.csv"
+
+    def stream():
+        yield first
+        yield from lines
+
+    return Response(stream_with_context(stream()), mimetype="text/csv",
+                    headers={"Content-Disposition": f'attachment; filename="{filename}"'})
