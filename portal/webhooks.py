@@ -38,7 +38,7 @@ def _log_context() -> dict:
     before = (request.args.get("before") or "").strip() or None
     page = list_deliveries(current_user.institution_id, status, limit=LOG_PAGE_SIZE, before=before)
     pending = any(delivery.status in SENDABLE_STATUSES for delivery in page.deliveries)
-    return dict(page=page, status=status, statuses=DELIVERY_STATUSES, refresh=pending and before is None)
+    return dict(page=page, status_filter=status, statuses=DELIVERY_STATUSES, refresh=pending and before is None)
 
 
 def _settings_page(*, secret: str | None = None, errors: dict | None = None, form: dict | None = None,
