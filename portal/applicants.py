@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from flask import Response, current_app, flash, g, redirect, request, send_file, stream_with_context, url_for
 
@@ -115,8 +115,9 @@ def applicant_document(application_id: str, document_id: str):
 def _back_to_list(message: str, category: str):
     """No-JavaScript fallback of the bulk form: back to the page it was sent from, with a message."""
     flash(message, category)
-    referrer = request.referrer or ""
-    path = referrer.split(request.host, 1)[-1] if request.host in referrer else ""
+    referrer = urlsplit(request.referrer or "")
+    same_site = referrer.netloc == request.host
+    path = referrer.path + (f"?{referrer.query}" if referrer.query else "") if same_site else None
     return redirect(safe_next(path) or url_for("portal.applicants"))
 
 

@@ -98,14 +98,6 @@
   document.addEventListener("DOMContentLoaded", refreshAllSelections);
   document.addEventListener("htmx:afterSettle", refreshAllSelections);
 
-  /* Forms marked data-reset-on-success are emptied after a 2xx answer (422 and 400 are swapped too, as errors). */
-  document.addEventListener("htmx:afterRequest", function (event) {
-    var form = event.detail.elt;
-    if (form.matches && form.matches("form[data-reset-on-success]") && event.detail.xhr.status < 300) {
-      form.reset();
-    }
-  });
-
   /* Request failures that the page has no place for are announced in a live region. */
   function toast(message) {
     var region = document.getElementById("toasts");

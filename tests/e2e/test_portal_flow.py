@@ -75,6 +75,29 @@ def test_staff_find_applicants_by_filter_and_search(page, factory):
     expect(page.get_by_role("heading", name="Personal data")).to_be_visible()
     screenshot(page, "applicant-detail")
 
+    page.get_by_role("link", name="Cycles").click()
+    expect(page.get_by_role("heading", name=re.compile("2026 Intake"))).to_be_visible()
+    screenshot(page, "cycles")
+
+
+def test_api_key_is_shown_once_with_a_copy_button(page, factory):
+    _, admin, _ = seed_institution(factory, applications=1)
+    sign_in(page, admin.email)
+    page.get_by_role("link", name="API keys").click()
+    page.get_by_label("Key name").fill("Admissions CRM sync")
+    page.get_by_role("button", name="Create key").click()
+    key = page.locator("#new-key")
+    expect(key).to_have_text(re.compile(r"^sk_live_[A-Za-z0-9]{38}$"))
+    expect(page.locator("#key-table")).to_contain_text("Admissions CRM sync")
+    expect(page.get_by_label("Key name")).to_have_value("")
+    screenshot(page, "api-keys")
+    raw = key.inner_text()
+    page.reload()
+    assert raw not in page.content()
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name=re.compile("Revoke")).click()
+    expect(page.locator("#key-table")).to_contain_text("Revoked")
+
 
 def test_phone_width_layout(new_page, factory):
     institution, admin, _ = seed_institution(factory, applications=12)
