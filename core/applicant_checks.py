@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from core.extensions import db
-from core.models import Application, ApplicantCheck
+from core.models import ApplicantCheck, Application
 from core.scoping import InstitutionScope
 
 NOT_FOUND = "not_found"

@@ -7,7 +7,8 @@ from datetime import date, datetime
 from sqlalchemy import case, func, select
 
 from core.extensions import db
-from core.models import Application, Cycle, Program, Stage, cycle_programs, utcnow
+from core.institutions import pipeline
+from core.models import Application, Cycle, Program, cycle_programs, utcnow
 from core.models.admissions import DECISIONS
 from core.scoping import InstitutionScope
 
@@ -78,11 +79,6 @@ def programs(scope: InstitutionScope) -> list[Program]:
     return list(db.session.scalars(scope.select(Program).order_by(Program.name)))
 
 
-def stages(institution_id: str) -> list[Stage]:
-    return list(db.session.scalars(
-        select(Stage).where(Stage.institution_id == institution_id).order_by(Stage.position)))
-
-
 def _grouped(scope: InstitutionScope, column, cycle_id: str) -> dict[str, int]:
     statement = (scope.select(Application, column, func.count())
                  .where(Application.cycle_id == cycle_id).group_by(column))
@@ -99,8 +95,8 @@ def dashboard(scope: InstitutionScope, cycle: Cycle | None) -> Dashboard:
                      func.coalesce(func.sum(case((Application.enrolled.is_(True), 1), else_=0)), 0))
         .where(Application.cycle_id == cycle.id)).one()
     stage_counts = _grouped(scope, Application.stage, cycle.id)
-    pipeline = stages(scope.institution_id)
-    by_stage = [Count(stage.key, stage.name, stage_counts.pop(stage.key, 0)) for stage in pipeline]
+    stages = pipeline(scope.institution_id)
+    by_stage = [Count(stage.key, stage.name, stage_counts.pop(stage.key, 0)) for stage in stages]
     by_stage += [Count(key, key, count) for key, count in sorted(stage_counts.items())]
     decision_counts = _grouped(scope, Application.decision, cycle.id)
     by_decision = [Count(value, value.capitalize(), decision_counts.get(value, 0)) for value in DECISIONS]

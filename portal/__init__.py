@@ -16,6 +16,14 @@ def _configure(state) -> None:
 
 
 # Views register themselves on `bp`.
-from portal import (  # noqa: E402,F401
-    applicants, audit_log, auth, cycles, dashboard, keys, users, verification, webhooks,
+from portal import (  # noqa: F401
+    applicants,
+    audit_log,
+    auth,
+    cycles,
+    dashboard,
+    keys,
+    users,
+    verification,
+    webhooks,
 )

@@ -2,19 +2,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-
 from urllib.parse import urlencode, urlsplit
 
 from flask import Response, current_app, flash, g, redirect, request, send_file, stream_with_context, url_for
 
 from core.applicant_file import applicant_file, application_document
 from core.csv_export import export_applications_csv
-from core.errors import InvalidInput
 from core.documents import document_storage
+from core.errors import InvalidInput
+from core.institutions import pipeline as stage_pipeline
 from core.listing import fetch_application_page, fetch_applications_by_id, parse_application_query
 from core.models import utcnow
 from core.models.admissions import DECISIONS
-from core.overview import cycles, programs, stages
+from core.overview import cycles, programs
 from core.records import application_record
 from core.updates import MAX_UPDATES, apply_updates, parse_updates
 from portal import bp
@@ -45,7 +45,7 @@ class Filters:
     submitted_before: str = ""
 
     @classmethod
-    def from_args(cls, args) -> "Filters":
+    def from_args(cls, args) -> Filters:
         return cls(**{field.name: (args.get(field.name) or "").strip() for field in fields(cls)})
 
     def as_args(self) -> dict[str, str]:
@@ -65,7 +65,7 @@ class Choices:
 
 
 def _stage_names(pipeline=None) -> dict[str, str]:
-    return {stage.key: stage.name for stage in (pipeline or stages(g.scope.institution_id))}
+    return {stage.key: stage.name for stage in (pipeline or stage_pipeline(g.scope.institution_id))}
 
 
 def _page(filters: Filters, cursor: str | None):
@@ -83,7 +83,7 @@ def applicants():
     filters = Filters.from_args(request.args)
     cursor = request.args.get("cursor") or None
     page, records = _page(filters, cursor)
-    pipeline = stages(g.scope.institution_id)
+    pipeline = stage_pipeline(g.scope.institution_id)
     context = dict(filters=filters, page=page, records=records, cursor=cursor, stage_names=_stage_names(pipeline))
     if is_partial_request() and cursor:
         return render_page("applicants/partial/rows.html", **context)

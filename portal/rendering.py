@@ -72,7 +72,7 @@ def format_date(value: date | datetime | str | None) -> str:
     return value.strftime("%d %b %Y")
 
 
-def format_money(amount: Decimal | float | int | None, currency: str | None = "") -> str:
+def format_money(amount: Decimal | float | None, currency: str | None = "") -> str:
     if amount is None:
         return "—"
     decimals = 0 if currency in ("RWF", "UGX") else 2

@@ -37,7 +37,6 @@ def configure_app(app: Flask) -> None:
     login_manager.login_message = "Sign in to continue."
     login_manager.login_message_category = "info"
     login_manager.session_protection = "strong"
-    app.config.setdefault("SESSION_COOKIE_HTTPONLY", True)
     app.after_request(_add_security_headers)
 
 

@@ -10,9 +10,9 @@ from flask_login import current_user
 
 from core.applicant_checks import record_check
 from core.auth import Principal
-from core.models import Application
 from core.errors import KaribuError
 from core.extensions import limiter
+from core.models import Application
 from core.verification.billing import agreement_price, usage_by_month, usage_csv
 from core.verification.registries import REGISTRIES
 from core.verification.service import current_settings, list_issuers, verify

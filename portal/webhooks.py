@@ -9,7 +9,11 @@ from core.errors import InvalidInput, KaribuError
 from core.models.webhooks import DELIVERY_STATUSES, SENDABLE_STATUSES
 from core.timefmt import parse_utc
 from core.webhooks.endpoints import (
-    SUBSCRIBABLE_EVENT_TYPES, enable_endpoint, get_endpoint, rotate_secret, save_endpoint,
+    SUBSCRIBABLE_EVENT_TYPES,
+    enable_endpoint,
+    get_endpoint,
+    rotate_secret,
+    save_endpoint,
 )
 from core.webhooks.log import get_delivery_with_attempts, list_deliveries, recover_since, redeliver, send_test_ping
 from portal import bp

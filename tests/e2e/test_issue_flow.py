@@ -53,7 +53,7 @@ def test_trial_verification_on_the_try_page(page):
     page.get_by_role("button", name="Verify").click()
     card = page.locator("article.certificate")
     expect(card).to_be_visible()
-    expect(card.locator(".verdict")).to_have_text(re.compile("authentic", re.I))
+    expect(card.locator(".verdict")).to_have_text(re.compile("authentic", re.IGNORECASE))
     expect(page.locator("#result-curl")).to_contain_text("Authorization: Bearer sk_trial_demo")
     expect(page.locator("#result-json")).to_contain_text('"issuer"')
     screenshot(page, "try")

@@ -49,7 +49,7 @@ def test_trial_verification_shows_a_card_the_json_and_curl(app, client):
     html = _text(response)
     assert response.status_code == 200
     assert 'class="certificate"' in html and "authentic" in html
-    body = json.loads(re.search(r'<pre id="result-json">(.*?)</pre>', html, re.S).group(1)
+    body = json.loads(re.search(r'<pre id="result-json">(.*?)</pre>', html, re.DOTALL).group(1)
                       .replace("&#34;", '"').replace("&#39;", "'").replace("&amp;", "&"))
     assert body["result"] == "authentic" and body["billing"]["charged"] is False
     assert body["record"]["candidate"]["full_name"] in html
