@@ -1,7 +1,7 @@
 """Public pages without sign-in: the apply form and the applicant's accept/decline page for a decision."""
 from __future__ import annotations
 
-from flask import Blueprint, current_app, flash, redirect, render_template, session, url_for
+from flask import Blueprint, current_app, redirect, render_template, session, url_for
 from flask_wtf import FlaskForm
 from wtforms import SelectField, StringField
 from wtforms.validators import AnyOf, DataRequired, Length
@@ -81,13 +81,11 @@ def respond_to_decision(token: str):
     status = 200
     if form.validate_on_submit() and answerable:
         try:
-            _, recorded_now = record_decision_response(decision.id, form.response.data)
+            record_decision_response(decision.id, form.response.data)
         except Conflict as error:
             form.form_errors.append(error.message)
             status = error.status
         else:
-            if recorded_now:
-                flash("Thank you: your answer has been recorded.", "ok")
             return redirect(url_for("public.respond_to_decision", token=token))
     elif form.is_submitted():
         form.form_errors.append("This decision cannot be answered here." if not answerable
