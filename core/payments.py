@@ -62,7 +62,7 @@ def complete_payment(processor: str, processor_reference: str, amount, currency:
     if replay is not None:
         return replay, False
     try:
-        return _complete(processor, processor_reference, _amount(amount), currency, application_id), True
+        return _complete(processor, processor_reference, _amount(amount), currency, application_id)
     except IntegrityError:
         # A concurrent delivery of the same callback completed it first: this one is the replay.
         db.session.rollback()
@@ -75,7 +75,8 @@ def complete_payment(processor: str, processor_reference: str, amount, currency:
         raise
 
 
-def _complete(processor: str, processor_reference: str, amount: Decimal, currency, application_id) -> Payment:
+def _complete(processor: str, processor_reference: str, amount: Decimal, currency,
+              application_id) -> tuple[Payment, bool]:
     payment = db.session.scalars(select(Payment).where(
         Payment.processor == processor, Payment.processor_reference == processor_reference)).one_or_none()
     application_id = payment.application_id if payment is not None else application_id
@@ -86,6 +87,10 @@ def _complete(processor: str, processor_reference: str, amount: Decimal, currenc
         .execution_options(populate_existing=True)).one_or_none()
     if application is None:
         raise InvalidInput(f"no application {application_id!r} to pay for", field="application_id")
+    replay = _completed(processor, processor_reference)
+    if replay is not None:  # a concurrent delivery completed it while this one waited for the lock
+        db.session.rollback()
+        return replay, False
     if not isinstance(currency, str) or currency.strip().upper() != application.currency:
         raise InvalidInput(f"currency must be {application.currency}, the currency of the application fee",
                            field="currency")
@@ -115,4 +120,4 @@ def _complete(processor: str, processor_reference: str, amount: Decimal, currenc
     db.session.flush()
     events.emit_payment_completed(payment)
     db.session.commit()
-    return payment
+    return payment, True

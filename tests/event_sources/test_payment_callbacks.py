@@ -4,6 +4,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 
 import pytest
@@ -301,3 +303,24 @@ def test_callbacks_answer_json_for_wrong_methods_and_need_no_csrf_or_api_key(sou
     assert response.status_code == 405 and response.get_json()["code"] == 405
     assert "POST" in response.headers["Allow"]
     assert client.get("/callbacks/payments/unknown").get_json() == {"code": 404, "error": "Not found"}
+
+
+def test_concurrent_deliveries_of_one_charge_complete_it_once(sources, factory):
+    """Processors retry eagerly: parallel copies of one callback give one payment, one event, no error."""
+    institution = factory.institution()
+    application = unpaid_application(factory, institution)
+    body = flutterwave_body(application.id)
+    start = threading.Barrier(4)
+
+    def deliver(_):
+        client = sources.test_client()
+        start.wait()
+        return post_flutterwave(client, body)
+
+    with ThreadPoolExecutor(4) as pool:
+        responses = list(pool.map(deliver, range(4)))
+    assert [r.status_code for r in responses] == [200] * 4
+    assert sorted(r.get_json()["result"] for r in responses) == ["completed", "duplicate", "duplicate",
+                                                                  "duplicate"]
+    assert len({r.get_json()["payment_id"] for r in responses}) == 1
+    assert len(payments_of(sources, application.id)) == 1 and event_count(sources) == 1
