@@ -32,6 +32,7 @@ def create_app(overrides: dict | None = None) -> Flask:
     app = Flask(__name__, template_folder="templates", static_folder="static", instance_relative_config=True)
     app.config.update(Settings().flask_config())
     app.config.update(overrides or {})
+    app.json.sort_keys = False  # records keep the documented field order
     os.makedirs(app.instance_path, exist_ok=True)  # home of the default SQLite file and documents
     if app.config["PROXY_COUNT"]:
         # Behind the edge (deploy/nginx.conf): the client address is the one the trusted proxies saw.

@@ -5,7 +5,9 @@ import time
 
 from flask import Blueprint, current_app, g, jsonify, request
 
-from api.auth import authenticate_request, edge_gate_passes, enforce_edge_gate, rate_limit_key
+from api.auth import (
+    add_rate_limit_headers, authenticate_request, edge_gate_passes, enforce_edge_gate, rate_limit_key,
+)
 from api.openapi import openapi_document
 from core.audit import audit_api_request, redact_query
 from core.extensions import limiter
@@ -34,8 +36,13 @@ bp.before_request(authenticate_request)
 
 
 @bp.after_app_request
-def _audit_api_request(response):
-    if _is_api_request() and "api_started" in g:
+def _finish_api_response(response):
+    if not _is_api_request():
+        return response
+    # Responses hold personal data: no shared or browser cache may keep them.
+    response.headers.setdefault("Cache-Control", "no-store")
+    add_rate_limit_headers(response)
+    if "api_started" in g:
         principal = g.get("principal")
         audit_api_request(
             source="api",

@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import time
 
 from flask import current_app, g, request
 
 from core.auth import AuthSettings, authenticate
 from core.errors import Forbidden, NotAuthenticated
+from core.extensions import limiter
 from core.scoping import InstitutionScope
 
 EDGE_HEADER = "X-Edge-Auth"
@@ -41,6 +43,18 @@ def rate_limit_key() -> str:
     if header.strip():
         return "cred:" + hashlib.sha256(header.strip().encode()).hexdigest()[:32]
     return "addr:" + (request.remote_addr or "unknown")
+
+
+def add_rate_limit_headers(response) -> None:
+    """X-RateLimit-Limit/Remaining/Reset on every limited response, Retry-After only on a 429."""
+    current = limiter.current_limit
+    if current is None:
+        return
+    response.headers["X-RateLimit-Limit"] = str(current.limit.amount)
+    response.headers["X-RateLimit-Remaining"] = str(current.remaining)
+    response.headers["X-RateLimit-Reset"] = str(int(current.reset_at))
+    if response.status_code == 429:
+        response.headers["Retry-After"] = str(max(1, int(current.reset_at - time.time())))
 
 
 def authenticate_request() -> None:

@@ -36,7 +36,7 @@ def handle_api_exception(exc: Exception):
             message = HTTP_MESSAGES.get(status) or (exc.description if status < 500 else INTERNAL_ERROR)
         response = json_error(status, message)
         for name, value in exc.get_response().headers.items():
-            if name in ("Allow", "Retry-After"):
+            if name == "Allow":
                 response.headers[name] = value
         return response
     current_app.logger.exception("Unhandled error in request %s", g.get("request_id", "-"))

@@ -37,7 +37,8 @@ def _client_address() -> str:
     return request.remote_addr or "unknown"
 
 
-limiter = Limiter(key_func=_client_address, headers_enabled=True)
+# Rate-limit headers are written by the API itself (api.auth.add_rate_limit_headers).
+limiter = Limiter(key_func=_client_address, headers_enabled=False)
 
 
 def redis_connection() -> redis.Redis:

@@ -335,12 +335,14 @@ def fetch_application_page(scope: InstitutionScope, query: ApplicationQuery) -> 
             _keyset_after(scope, query.after, Application.submitted_at, Application.id))
     statement = statement.order_by(Application.submitted_at, Application.id).limit(query.limit + 1)
     rows = list(db.session.execute(statement))
-    has_next = len(rows) > query.limit
-    rows = rows[: query.limit]
-    cursor = None
-    if has_next:
-        last = rows[-1]
-        cursor = _next_cursor(scope, query.fingerprint, last.submitted_at, last.id)
+    return _page(rows, query.limit, scope, query.fingerprint, lambda row: (row.submitted_at, row.id))
+
+
+def _page(rows: list, limit: int, scope: InstitutionScope, fingerprint: str, position) -> Page:
+    """Drop the look-ahead row (it only tells whether a next page exists) and sign the last row's position."""
+    has_next = len(rows) > limit
+    rows = rows[:limit]
+    cursor = _next_cursor(scope, fingerprint, *position(rows[-1])) if has_next else None
     return Page(rows=rows, has_next=has_next, cursor=cursor)
 
 
@@ -357,10 +359,4 @@ def fetch_cycle_page(scope: InstitutionScope, query: CycleQuery) -> Page:
         statement = statement.where(_keyset_after(scope, query.after, Cycle.opens_at, Cycle.id))
     statement = statement.order_by(Cycle.opens_at, Cycle.id).limit(query.limit + 1)
     cycles = list(db.session.scalars(statement))
-    has_next = len(cycles) > query.limit
-    cycles = cycles[: query.limit]
-    cursor = None
-    if has_next:
-        last = cycles[-1]
-        cursor = _next_cursor(scope, query.fingerprint, last.opens_at, last.id)
-    return Page(rows=cycles, has_next=has_next, cursor=cursor)
+    return _page(cycles, query.limit, scope, query.fingerprint, lambda cycle: (cycle.opens_at, cycle.id))

@@ -24,11 +24,12 @@ ensure_venv() {
     say "Creating virtual environment in $VENV_DIR"
     python3 -m venv "$VENV_DIR" 2>/dev/null || { apt_install python3-venv && python3 -m venv "$VENV_DIR"; }
   fi
-  local stamp="$VENV_DIR/.installed-$(sha256sum pyproject.toml | cut -c1-16)-$extras"
+  local stamp="$VENV_DIR/.installed-$(cat pyproject.toml constraints.txt | sha256sum | cut -c1-16)-$extras"
   if [ ! -f "$stamp" ]; then
     say "Installing Python packages"
     "$PYTHON" -m pip install -q --upgrade pip
-    if [ -n "$extras" ]; then "$PYTHON" -m pip install -q -e ".[$extras]"; else "$PYTHON" -m pip install -q -e .; fi
+    local target="."; [ -n "$extras" ] && target=".[$extras]"
+    "$PYTHON" -m pip install -q -c constraints.txt -e "$target"
     touch "$stamp"
   fi
 }

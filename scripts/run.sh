@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the whole Karibu service with demo data: SQLite database (instance/karibu.db), Redis, an RQ worker
-# with its scheduler and the web server. Ctrl-C stops everything it started.
+# with its scheduler, the exam-registry simulator and the web server. Ctrl-C stops everything it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
@@ -26,6 +26,8 @@ cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; }
 trap cleanup EXIT INT TERM
 
 "${FLASK[@]}" worker >instance/worker.log 2>&1 & pids+=($!)
+# No exam registry publishes a public API: live lookups go to the bundled simulator (REGISTRY_*_URL).
+"${FLASK[@]}" registry-simulator --port 8765 --quiet >instance/registry-simulator.log 2>&1 & pids+=($!)
 "$VENV_DIR/bin/gunicorn" --workers 2 --threads 4 --bind "127.0.0.1:$PORT" --access-logfile - wsgi:app \
   >instance/web.log 2>&1 & pids+=($!)
 
@@ -48,7 +50,9 @@ Karibu is running.
 
   curl -H "Authorization: Bearer {seed['api_key']}" http://127.0.0.1:{port}/api/v1/applications
 
-Logs: instance/web.log, instance/worker.log. Press Ctrl-C to stop.
+Logs: instance/web.log, instance/worker.log, instance/registry-simulator.log. Press Ctrl-C to stop.
 """)
 PY
-wait -n "${pids[@]}"
+wait -n "${pids[@]}" || true
+say "A Karibu process stopped; see instance/web.log, instance/worker.log and instance/registry-simulator.log"
+exit 1

@@ -20,6 +20,7 @@ from sqlalchemy import create_engine, text
 from core.config import normalise_database_url
 from core.extensions import db as _db
 from tests.factories import Factory
+from tests.simulators import live_registries, registry_simulator, running_simulator  # noqa: F401 (fixtures)
 from wsgi import create_app
 
 TEST_DB = os.environ.get("KARIBU_TEST_DB", "sqlite")

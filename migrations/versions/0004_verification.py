@@ -1,13 +1,13 @@
 """Record verification: billing ledger and idempotency.
 
 Revision ID: 0004_verification
-Revises: 0003_documents
+Revises: 0002_read_side
 """
 from alembic import op
 import sqlalchemy as sa
 
 revision = "0004_verification"
-down_revision = "0003_documents"
+down_revision = "0002_read_side"
 branch_labels = None
 depends_on = None
 

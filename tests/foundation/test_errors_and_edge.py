@@ -112,3 +112,18 @@ def test_openapi_document_is_valid(client):
     validate(document)
     assert document["openapi"].startswith("3.1")
     assert json.dumps(document)
+
+
+def test_api_responses_are_not_cacheable_and_carry_rate_limit_headers(client, factory):
+    _, raw_key = factory.api_key(factory.institution())
+    response = client.get("/api/v1/institution", headers=auth_header(raw_key))
+    assert response.headers["Cache-Control"] == "no-store"
+    assert int(response.headers["X-RateLimit-Limit"]) == 100000
+    assert int(response.headers["X-RateLimit-Remaining"]) < 100000
+    assert "Retry-After" not in response.headers, "Retry-After belongs to 429 only"
+
+
+def test_json_keys_keep_the_documented_order(client, factory):
+    _, raw_key = factory.api_key(factory.institution())
+    body = client.get("/api/v1/institution", headers=auth_header(raw_key)).get_data(as_text=True)
+    assert body.index('"code"') < body.index('"institution"') < body.index('"credential"')

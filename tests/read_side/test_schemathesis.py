@@ -45,5 +45,5 @@ schema = schemathesis.pytest.from_fixture("api_schema")
 @settings(max_examples=40, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.filter_too_much])
-def test_api_conforms_to_its_document(case, seeded):
+def test_api_conforms_to_its_document(case, seeded, live_registries):
     case.call_and_validate(headers=auth_header(seeded.raw_key), checks=CHECKS)

@@ -11,7 +11,7 @@ import requests
 from core.verification.adapters import ADAPTERS, RegistryEndpoint, RegistryUnavailable
 from core.verification.records import OUTCOME_NOT_FOUND
 from core.verification.simulated_records import SIMULATED_RECORDS
-from tests.verification.conftest import TOKENS
+from tests.simulators import TOKENS
 
 
 def adapter(simulator, code: str, token: str | None = None, read_timeout: float = 0.5):
