@@ -3,17 +3,16 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import func, select
 
 from core.applying import ApplicantFields, submit_application
 from core.errors import InvalidInput
 from core.extensions import db
-from core.models import Applicant, Application, Event, utcnow
+from core.models import Applicant, Application, Event, Institution, Stage, utcnow
 from core.timefmt import isoformat_z
 from tests.event_sources.conftest import assert_written_and_delivered, csrf_token, events_of, subscribe
 from tests.webhooks.conftest import queued_jobs
-
-import pytest
 
 
 def open_cycle_with_programs(factory, institution):
@@ -96,7 +95,6 @@ def test_applicant_name_is_left_out_unless_the_endpoint_includes_it(sources, cli
 def test_first_stage_of_the_institutions_pipeline_is_used(sources, client, factory):
     institution = factory.institution()
     with sources.app_context():
-        from core.models import Stage
         db.session.get(Stage, (institution.id, "submitted")).position = 10
         db.session.commit()
     cycle, program, _ = open_cycle_with_programs(factory, institution)
@@ -160,7 +158,6 @@ def test_unknown_or_disabled_institution_is_not_found(sources, client, factory):
     assert client.get("/apply/ins_missing").status_code == 404
     institution = factory.institution()
     with sources.app_context():
-        from core.models import Institution
         db.session.get(Institution, institution.id).status = "disabled"
         db.session.commit()
     assert client.get(f"/apply/{institution.id}").status_code == 404

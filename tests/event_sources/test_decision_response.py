@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import itsdangerous.timed
 import pytest
 from itsdangerous import URLSafeTimedSerializer
 from sqlalchemy import func, select
@@ -152,7 +153,6 @@ def test_forged_tampered_or_foreign_links_are_not_found(sources, client, factory
 def test_links_expire_after_sixty_days(sources, client, factory, monkeypatch):
     institution = factory.institution()
     _, token = make_decision(sources, factory, institution)
-    import itsdangerous.timed
     real_time = itsdangerous.timed.time.time
     monkeypatch.setattr(itsdangerous.timed.time, "time", lambda: real_time() + 59 * 86400)
     assert client.get(f"/decisions/respond/{token}").status_code == 200
