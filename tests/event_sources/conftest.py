@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import select
 
 from core.extensions import db
-from core.models import Event
+from core.models import AuditLog, Event
 from core.models.webhooks import WebhookDelivery
 from core.webhooks.endpoints import save_endpoint
 from tests.webhooks.conftest import RECEIVER_HOST, clock, engine, receiver, resolver, run_worker  # noqa: F401
@@ -82,3 +82,11 @@ def assert_written_and_delivered(app, institution, event_type: str, expected_dat
     assert body["institution_id"] == institution.id
     assert body["data"] == expected_data
     return event
+
+
+def audit_rows(app, source: str) -> list[tuple]:
+    """(institution_id, actor, action, target, status) of the audit rows of `source`, oldest first."""
+    with app.app_context():
+        return [tuple(row) for row in db.session.execute(
+            select(AuditLog.institution_id, AuditLog.actor, AuditLog.action, AuditLog.target, AuditLog.status)
+            .where(AuditLog.source == source).order_by(AuditLog.id))]

@@ -11,7 +11,9 @@ from core.errors import InvalidInput
 from core.extensions import db
 from core.models import Applicant, Application, Event, Institution, Stage, utcnow
 from core.timefmt import isoformat_z
-from tests.event_sources.conftest import assert_written_and_delivered, csrf_token, events_of, subscribe
+from tests.event_sources.conftest import (
+    assert_written_and_delivered, audit_rows, csrf_token, events_of, subscribe,
+)
 from tests.webhooks.conftest import queued_jobs
 
 
@@ -142,6 +144,12 @@ def test_a_second_application_for_the_same_program_and_cycle_is_refused(sources,
     assert again.status_code == 409
     assert "already exists for this program and cycle" in again.get_data(as_text=True)
     assert count(sources, Application) == 1 and len(events_of(sources, institution, "application.submitted")) == 1
+    with sources.app_context():
+        application_id = db.session.scalar(select(Application.id))
+    assert audit_rows(sources, "public") == [
+        (institution.id, "public", "application.submit", application_id, 302),
+        (institution.id, "public", "application.submit", "", 409),
+    ]
 
 
 def test_csrf_token_is_required(sources, client, factory):

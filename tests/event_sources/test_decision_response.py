@@ -14,7 +14,9 @@ from core.extensions import db
 from core.models import Decision, Event, utcnow
 from core.scoping import InstitutionScope
 from core.timefmt import isoformat_z
-from tests.event_sources.conftest import assert_written_and_delivered, csrf_token, events_of, subscribe
+from tests.event_sources.conftest import (
+    assert_written_and_delivered, audit_rows, csrf_token, events_of, subscribe,
+)
 
 
 def make_decision(app, factory, institution, status: str = "accepted", sent: bool = True) -> tuple[str, str]:
@@ -96,6 +98,11 @@ def test_same_answer_again_is_idempotent_and_a_different_one_is_refused(sources,
     again = decision_row(sources, decision_id)
     assert (again.response, again.responded_at) == ("accepted", first.responded_at)
     assert len(events_of(sources, institution, "decision.responded")) == 1
+    assert audit_rows(sources, "public") == [
+        (institution.id, "public", "decision.respond.accepted", decision_id, 302),
+        (institution.id, "public", "decision.respond.accepted", decision_id, 302),
+        (institution.id, "public", "decision.respond.declined", decision_id, 409),
+    ]
 
 
 @pytest.mark.parametrize("status, sent", [("accepted", False), ("rejected", True)])

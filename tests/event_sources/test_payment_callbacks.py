@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from core.extensions import db
 from core.models import Application, Event, Payment
 from tests.event_sources.conftest import (
-    FLUTTERWAVE_HASH, MPESA_SECRET, assert_written_and_delivered, events_of, subscribe,
+    FLUTTERWAVE_HASH, MPESA_SECRET, assert_written_and_delivered, audit_rows, events_of, subscribe,
 )
 
 FLUTTERWAVE_URL = "/callbacks/payments/flutterwave"
@@ -324,3 +324,16 @@ def test_concurrent_deliveries_of_one_charge_complete_it_once(sources, factory):
                                                                   "duplicate"]
     assert len({r.get_json()["payment_id"] for r in responses}) == 1
     assert len(payments_of(sources, application.id)) == 1 and event_count(sources) == 1
+
+
+def test_every_callback_is_audited_without_its_secret(sources, client, factory):
+    institution = factory.institution()
+    application = unpaid_application(factory, institution)
+    paid = post_flutterwave(client, flutterwave_body(application.id)).get_json()
+    post_flutterwave(client, flutterwave_body(application.id), verif_hash="forged")
+    post_mpesa(client, mpesa_body(application.id), signature="00")
+    assert audit_rows(sources, "callback") == [
+        (institution.id, "flutterwave", "callbacks.flutterwave_callback", paid["payment_id"], 200),
+        (None, "flutterwave", "callbacks.flutterwave_callback", "", 401),
+        (None, "mpesa", "callbacks.mpesa_callback", "", 401),
+    ]
