@@ -50,7 +50,7 @@ def open_cycles(institution_id: str) -> list[OpenCycle]:
 
 
 def active_institution(institution_id: str) -> Institution:
-    institution = db.session.get(Institution, institution_id)
+    institution = db.session.get(Institution, institution_id) if "\x00" not in institution_id else None
     if institution is None or not institution.is_active:
         raise NotFound("Institution not found")
     return institution
@@ -58,6 +58,9 @@ def active_institution(institution_id: str) -> Institution:
 
 def clean_applicant_fields(fields: ApplicantFields) -> ApplicantFields:
     """Trimmed, validated fields; the first problem raises InvalidInput naming the field."""
+    for name in ("first_name", "last_name", "email", "phone"):
+        if "\x00" in (getattr(fields, name) or ""):
+            raise InvalidInput(f"{name} must not contain NUL characters", field=name)
     first_name, last_name = fields.first_name.strip(), fields.last_name.strip()
     for name, value in (("first_name", first_name), ("last_name", last_name)):
         if not value:
@@ -84,6 +87,9 @@ def submit_application(institution_id: str, program_id: str, cycle_id: str, appl
     active_institution(institution_id)
     scope = InstitutionScope(institution_id)
     fields = clean_applicant_fields(applicant)
+    for name, value in (("cycle_id", cycle_id), ("program_id", program_id)):
+        if not isinstance(value, str) or "\x00" in value:
+            raise InvalidInput(f"{name} must be an id", field=name)
     cycle = scope.get(Cycle, cycle_id)
     if cycle is None:
         raise InvalidInput("cycle_id is not a cycle of this institution", field="cycle_id")

@@ -57,6 +57,9 @@ def complete_payment(processor: str, processor_reference: str, amount, currency:
         raise InvalidInput(f"processor must be one of {', '.join(PAYMENT_PROCESSORS)}", field="processor")
     if not isinstance(processor_reference, str) or not processor_reference.strip():
         raise InvalidInput("the processor's payment id is required", field="processor_reference")
+    if "\x00" in processor_reference or (isinstance(application_id, str) and "\x00" in application_id):
+        raise InvalidInput("payment references must not contain NUL characters",
+                           field="processor_reference" if "\x00" in processor_reference else "application_id")
     processor_reference = processor_reference.strip()
     replay = _completed(processor, processor_reference)
     if replay is not None:

@@ -114,6 +114,8 @@ def test_first_stage_of_the_institutions_pipeline_is_used(sources, client, facto
     ({"phone": "call me"}, "phone must be a phone number"),
     ({"first_name": "   "}, "This field is required."),
     ({"last_name": ""}, "This field is required."),
+    ({"last_name": "Uwi\x00mana"}, "last_name must not contain NUL characters"),
+    ({"cycle_id": "cyc_\x00"}, "cycle_id must be an id"),
 ])
 def test_invalid_submissions_write_nothing_and_say_why(sources, client, factory, override, field_error):
     institution = factory.institution()
@@ -164,6 +166,7 @@ def test_csrf_token_is_required(sources, client, factory):
 
 def test_unknown_or_disabled_institution_is_not_found(sources, client, factory):
     assert client.get("/apply/ins_missing").status_code == 404
+    assert client.get("/apply/ins_%00").status_code == 404
     institution = factory.institution()
     with sources.app_context():
         db.session.get(Institution, institution.id).status = "disabled"

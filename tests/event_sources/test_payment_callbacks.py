@@ -161,6 +161,8 @@ def test_flutterwave_without_the_right_hash_is_401(sources, client, factory, ver
     ({"tx_ref": "app_unknown"}, 400, "no application 'app_unknown'", "data.tx_ref"),
     ({"tx_ref": None}, 400, "data.tx_ref is required", "data.tx_ref"),
     ({"id": None}, 400, "data.id is required", "data.id"),
+    ({"id": "28595\x009875"}, 400, "must not contain NUL characters", "data.id"),
+    ({"tx_ref": "app_\x00"}, 400, "must not contain NUL characters", "data.tx_ref"),
 ])
 def test_flutterwave_inconsistent_charges_are_400_and_write_nothing(sources, client, factory, change, status,
                                                                      text, field):
