@@ -53,6 +53,13 @@ class Settings(BaseSettings):
     # PEM file used instead of the system trust store to verify receivers' certificates ("" = system store).
     WEBHOOK_CA_BUNDLE: str = ""
     # --- portal ---
+    # --- event sources ---
+    # Shared secret of the M-Pesa aggregator: HMAC-SHA256 of the raw callback body ("" = M-Pesa refused).
+    MPESA_CALLBACK_SECRET: str = ""
+    # Flutterwave dashboard "secret hash", echoed in the verif-hash header ("" = Flutterwave refused).
+    FLUTTERWAVE_SECRET_HASH: str = ""
+    # Per client address, for the public apply form and decision-response page (POSTs only).
+    PUBLIC_FORM_RATE_LIMIT: str = "20/minute"
 
     def flask_config(self) -> dict:
         config = self.model_dump()
