@@ -7,6 +7,7 @@ import re
 import uuid
 
 from flask import Flask, g, request
+from werkzeug.exceptions import HTTPException
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 import api
@@ -98,8 +99,8 @@ def register_blueprints(app: Flask) -> None:
 
 def register_errorhandlers(app: Flask) -> None:
     def dispatch(exc: Exception):
-        if getattr(exc, "code", None) and exc.code < 400:  # routing redirects are not errors
-            return exc
+        if isinstance(exc, HTTPException) and exc.code is not None and exc.code < 400:
+            return exc  # routing redirects are not errors
         if request.path.startswith((api.API_PREFIX, CALLBACKS_PREFIX + "/")):
             return handle_api_exception(exc)
         return html_error(exc)

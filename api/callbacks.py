@@ -17,6 +17,7 @@ import time
 
 from flask import Blueprint, current_app, g, jsonify, request
 
+from api.bodies import reject_nul_characters
 from core.audit import audit_api_request
 from core.errors import InvalidInput, NotAuthenticated, ServiceUnavailable
 from core.payments import application_id_of_reference, complete_payment
@@ -33,6 +34,9 @@ PROCESSOR_OF_ENDPOINT = {"callbacks.flutterwave_callback": "flutterwave", "callb
 @callbacks_bp.before_request
 def _start_clock():
     g.callback_started = time.perf_counter()
+
+
+callbacks_bp.before_request(reject_nul_characters)
 
 
 @callbacks_bp.after_request

@@ -161,8 +161,6 @@ def test_flutterwave_without_the_right_hash_is_401(sources, client, factory, ver
     ({"tx_ref": "app_unknown"}, 400, "no application 'app_unknown'", "data.tx_ref"),
     ({"tx_ref": None}, 400, "data.tx_ref is required", "data.tx_ref"),
     ({"id": None}, 400, "data.id is required", "data.id"),
-    ({"id": "28595\x009875"}, 400, "must not contain NUL characters", "data.id"),
-    ({"tx_ref": "app_\x00"}, 400, "must not contain NUL characters", "data.tx_ref"),
 ])
 def test_flutterwave_inconsistent_charges_are_400_and_write_nothing(sources, client, factory, change, status,
                                                                      text, field):
@@ -173,6 +171,16 @@ def test_flutterwave_inconsistent_charges_are_400_and_write_nothing(sources, cli
     assert_error(post_flutterwave(client, body), status, text, field)
     assert payments_of(sources, application.id) == [] and event_count(sources) == 0
     assert application_row(sources, application.id).paid is False
+
+
+@pytest.mark.parametrize("change", [{"id": "28595\x009875"}, {"tx_ref": "app_\x00"}])
+def test_flutterwave_nul_characters_are_400_and_write_nothing(sources, client, factory, change):
+    institution = factory.institution()
+    application = unpaid_application(factory, institution)
+    body = flutterwave_body(application.id)
+    body["data"].update(change)
+    assert_error(post_flutterwave(client, body), 400, "must not contain the NUL character")
+    assert payments_of(sources, application.id) == [] and event_count(sources) == 0
 
 
 @pytest.mark.parametrize("body_change", [{"status": "failed"}, {"event": "transfer.completed"}])
