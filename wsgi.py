@@ -7,11 +7,13 @@ import re
 import uuid
 
 from flask import Flask, g, request
+from werkzeug.exceptions import HTTPException
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 import api
 import core.models  # noqa: F401  (every model registered before migrations or queries run)
 import portal
+from api.callbacks import CALLBACKS_PREFIX, callbacks_bp
 from api.errors import handle_api_exception
 from api.health import health_bp
 from core.cli import COMMANDS
@@ -21,6 +23,7 @@ from core.verification.cli import registry_simulator_command
 from core.webhooks.cli import webhooks_group
 from jobs.cli import worker_command
 from portal.errors import html_error
+from portal.public import public_bp
 
 REQUEST_ID_HEADER = "X-Request-Id"
 _ACCEPTABLE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
@@ -89,13 +92,16 @@ def register_blueprints(app: Flask) -> None:
     app.register_blueprint(api.bp)
     app.register_blueprint(health_bp)
     app.register_blueprint(portal.bp)
+    csrf.exempt(callbacks_bp)
+    app.register_blueprint(callbacks_bp)
+    app.register_blueprint(public_bp)
 
 
 def register_errorhandlers(app: Flask) -> None:
     def dispatch(exc: Exception):
-        if getattr(exc, "code", None) and exc.code < 400:  # routing redirects are not errors
-            return exc
-        if request.path.startswith(api.API_PREFIX):
+        if isinstance(exc, HTTPException) and exc.code is not None and exc.code < 400:
+            return exc  # routing redirects are not errors
+        if request.path.startswith((api.API_PREFIX, CALLBACKS_PREFIX + "/")):
             return handle_api_exception(exc)
         return html_error(exc)
 

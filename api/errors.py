@@ -27,14 +27,16 @@ def handle_api_exception(exc: Exception):
         return json_error(exc.status, exc.message, **exc.extra)
     if isinstance(exc, HTTPException):
         status = exc.code or 500
+        extra = {}
         if status == 413:
             limit = current_app.config.get("MAX_CONTENT_LENGTH")
             message = f"Request body too large: at most {limit} bytes" if limit else "Request body too large"
+            extra = {"max_bytes": limit} if limit else {}
         elif status == 405:
             message = f"Method {request.method} not allowed on {request.path}"
         else:
             message = HTTP_MESSAGES.get(status) or (exc.description if status < 500 else INTERNAL_ERROR)
-        response = json_error(status, message)
+        response = json_error(status, message, **extra)
         for name, value in exc.get_response().headers.items():
             if name == "Allow":
                 response.headers[name] = value

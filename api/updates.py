@@ -3,29 +3,17 @@
 import json
 
 from flask import current_app, g, jsonify, request
-from werkzeug.exceptions import RequestEntityTooLarge
 
 from api import bp
 from core import updates
-from core.errors import InvalidInput, PayloadTooLarge
-
-
-def _body_too_large() -> PayloadTooLarge:
-    limit = current_app.config["MAX_CONTENT_LENGTH"]
-    return PayloadTooLarge(f"request body is larger than the maximum of {limit} bytes", max_bytes=limit)
+from core.errors import InvalidInput
 
 
 def _json_body():
-    """The parsed JSON body, or a 400/413 that says what is wrong with it."""
-    limit = current_app.config.get("MAX_CONTENT_LENGTH")
-    if limit and request.content_length is not None and request.content_length > limit:
-        raise _body_too_large()
+    """The parsed JSON body, or a 400 that says what is wrong with it (a body over the cap is a 413)."""
     if request.mimetype != "application/json":
         raise InvalidInput("Content-Type must be application/json", field="Content-Type")
-    try:
-        raw = request.get_data()
-    except RequestEntityTooLarge:
-        raise _body_too_large() from None
+    raw = request.get_data()
     if not raw:
         raise InvalidInput("request body is empty: send {\"updates\": [...]}", field="updates")
     try:

@@ -53,11 +53,21 @@ class Settings(BaseSettings):
     # PEM file used instead of the system trust store to verify receivers' certificates ("" = system store).
     WEBHOOK_CA_BUNDLE: str = ""
     # --- portal ---
+    # Failed staff sign-ins per client address and email, and per client address (Flask-Limiter syntax).
     PORTAL_LOGIN_RATE_LIMIT: str = "5/minute;20/hour"
     PORTAL_LOGIN_ADDRESS_RATE_LIMIT: str = "30/minute"
+    # Trial verifications on the public /try page per client address.
     PORTAL_TRY_RATE_LIMIT: str = "30/minute"
+    # Session cookie: set SESSION_COOKIE_SECURE=true behind TLS.
     SESSION_COOKIE_SECURE: bool = False
     SESSION_COOKIE_SAMESITE: str = "Lax"
+    # --- event sources ---
+    # Shared secret of the M-Pesa aggregator: HMAC-SHA256 of the raw callback body ("" = M-Pesa refused).
+    MPESA_CALLBACK_SECRET: str = ""
+    # Flutterwave dashboard "secret hash", echoed in the verif-hash header ("" = Flutterwave refused).
+    FLUTTERWAVE_SECRET_HASH: str = ""
+    # Per client address, for the public apply form and decision-response page (POSTs only).
+    PUBLIC_FORM_RATE_LIMIT: str = "20/minute"
 
     def flask_config(self) -> dict:
         config = self.model_dump()

@@ -31,9 +31,5 @@ class Conflict(KaribuError):
     status = 409
 
 
-class PayloadTooLarge(KaribuError):
-    status = 413
-
-
 class ServiceUnavailable(KaribuError):
     status = 503

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Callable
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, insert, select, text
 
 from core.documents import document_storage
 from core.extensions import db
@@ -143,15 +143,20 @@ class _Writer:
         self.use_copy = self.connection.dialect.name == "postgresql"
 
     def without_secondary_indexes(self):
-        """For large PostgreSQL loads: drop the model's secondary indexes now, rebuild them (sorted, much
-        faster than row-by-row maintenance) when the returned callable is called."""
-        indexes = [index for table in BULK_TABLES for index in table.indexes]
-        for index in indexes:
-            index.drop(self.connection, checkfirst=True)
+        """For large PostgreSQL loads: drop the secondary indexes of the bulk tables now (the model's and those
+        made by migrations, such as the trigram search index) and rebuild them from their definitions when the
+        returned callable is called: one sorted build is much faster than maintaining them row by row."""
+        definitions = self.connection.execute(text(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema() "
+            "AND tablename = ANY(:tables) "
+            "AND indexname NOT IN (SELECT conname FROM pg_constraint)"  # keep primary keys and uniques
+        ), {"tables": [table.name for table in BULK_TABLES]}).all()
+        for name, _ in definitions:
+            self.connection.execute(text(f'DROP INDEX "{name}"'))
 
         def rebuild():
-            for index in indexes:
-                index.create(self.connection, checkfirst=True)
+            for _, definition in definitions:
+                self.connection.execute(text(definition))
         return rebuild
 
     def write(self, table, columns: tuple[str, ...], rows: list[tuple]) -> None:

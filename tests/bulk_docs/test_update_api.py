@@ -328,7 +328,7 @@ def test_a_body_over_the_configured_cap_is_413(app, patch, school, database_stat
 
     assert response.status_code == 413
     assert response.get_json() == {
-        "code": 413, "error": "request body is larger than the maximum of 2048 bytes", "max_bytes": 2048}
+        "code": 413, "error": "Request body too large: at most 2048 bytes", "max_bytes": 2048}
     assert database_state() == before
 
 

@@ -1,6 +1,9 @@
 import json
 
-from sqlalchemy import func, select
+import pytest
+from sqlalchemy import func, select, text
+
+import core.seed
 
 from core.extensions import db
 from core.models import ApiKey, Application, Document, Institution, User
@@ -76,3 +79,20 @@ def test_cli_errors_are_one_line_messages(app):
     assert "Institution not found" in result.output and "Traceback" not in result.output
     result = app.test_cli_runner().invoke(args=["api-keys", "revoke", "key_missing"])
     assert result.exit_code == 1 and "API key not found" in result.output
+
+
+def test_large_seed_rebuilds_every_secondary_index(app, client, monkeypatch):
+    """Large PostgreSQL loads drop and rebuild the secondary indexes; all of them must come back."""
+    with app.app_context():
+        if db.engine.dialect.name != "postgresql":
+            pytest.skip("the index rebuild is a PostgreSQL bulk-load path")
+        list_indexes = text("SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()")
+        before = set(db.session.scalars(list_indexes))
+        db.session.remove()
+    monkeypatch.setattr(core.seed, "REBUILD_INDEXES_FROM", 1)
+    seeded = run_json(app, "seed-demo", "--applications", "30")
+    with app.app_context():
+        assert set(db.session.scalars(list_indexes)) == before
+        assert db.session.scalar(select(func.count()).select_from(Application)) == 30
+    response = client.get("/api/v1/applications/search?q=a", headers={"Authorization": f"Bearer {seeded['api_key']}"})
+    assert response.status_code == 200 and response.json["data"]

@@ -127,3 +127,28 @@ def test_json_keys_keep_the_documented_order(client, factory):
     _, raw_key = factory.api_key(factory.institution())
     body = client.get("/api/v1/institution", headers=auth_header(raw_key)).get_data(as_text=True)
     assert body.index('"code"') < body.index('"institution"') < body.index('"credential"')
+
+
+@pytest.mark.parametrize("body, refused", [
+    ('{"updates": [{"id": "app_\\u0000x", "stage": "interview"}]}', True),
+    ('{"updates": [{"id": "app_x", "stage": "a\\\\\\u0000"}]}', True),   # an escaped backslash, then NUL
+    ('{"updates": [{"id": "app_x", "stage": "a\\\\u0000"}]}', False),    # backslash + the text "u0000"
+])
+def test_nul_characters_in_json_bodies_are_a_clear_400(client, factory, body, refused):
+    _, raw_key = factory.api_key(factory.institution())
+    response = client.patch("/api/v1/applications/update", data=body, content_type="application/json",
+                            headers=auth_header(raw_key))
+    assert response.status_code == 400
+    is_nul_error = response.json["error"].startswith("Strings in the request body must not contain")
+    assert is_nul_error is refused
+
+
+def test_database_errors_with_non_numeric_codes_still_give_a_generic_500(client, monkeypatch):
+    from sqlalchemy.exc import DataError
+
+    def fail():
+        raise DataError("SELECT 1", {}, Exception("invalid byte sequence"))
+
+    monkeypatch.setattr(api, "openapi_document", fail)
+    response = client.get("/api/v1/openapi.json")
+    assert response.status_code == 500 and response.json == {"code": 500, "error": "Internal server error"}

@@ -1,0 +1,158 @@
+"""Inbound payment callbacks of the two supported processors (not part of the partner API).
+
+Each processor is verified with its own scheme before the body is parsed; an unsigned or badly signed call
+gets 401, a processor without a configured secret 503. Errors are the API's JSON shape.
+
+- Flutterwave: header `verif-hash` equal to the secret hash set in the Flutterwave dashboard
+  (FLUTTERWAVE_SECRET_HASH).
+- M-Pesa: Daraja's STK-push callbacks are unsigned, so they reach Karibu through the payment aggregator
+  that holds the Daraja credentials; it forwards the callback with `X-Karibu-Mpesa-Signature`, the hex
+  HMAC-SHA256 of the raw body keyed with MPESA_CALLBACK_SECRET.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import time
+
+from flask import Blueprint, current_app, g, jsonify, request
+
+from api.bodies import reject_nul_characters
+from core.audit import audit_api_request
+from core.errors import InvalidInput, NotAuthenticated, ServiceUnavailable
+from core.payments import application_id_of_reference, complete_payment
+
+CALLBACKS_PREFIX = "/callbacks"
+MPESA_SIGNATURE_HEADER = "X-Karibu-Mpesa-Signature"
+FLUTTERWAVE_SIGNATURE_HEADER = "verif-hash"
+MPESA_CURRENCY = "KES"
+
+callbacks_bp = Blueprint("callbacks", __name__, url_prefix=CALLBACKS_PREFIX)
+PROCESSOR_OF_ENDPOINT = {"callbacks.flutterwave_callback": "flutterwave", "callbacks.mpesa_callback": "mpesa"}
+
+
+@callbacks_bp.before_request
+def _start_clock():
+    g.callback_started = time.perf_counter()
+
+
+callbacks_bp.before_request(reject_nul_characters)
+
+
+@callbacks_bp.after_request
+def _audit_callback(response):
+    """One audit row per callback, refused ones included: who called, what it paid, how it was answered."""
+    audit_api_request(
+        source="callback",
+        request_id=g.get("request_id", ""),
+        institution_id=g.get("callback_institution_id"),
+        actor=PROCESSOR_OF_ENDPOINT.get(request.endpoint or "", "unknown"),
+        action=request.endpoint or "",
+        target=g.get("callback_target", ""),
+        method=request.method,
+        path=request.path,
+        query="",
+        status=response.status_code,
+        duration_ms=int((time.perf_counter() - g.get("callback_started", time.perf_counter())) * 1000),
+        client_ip=request.remote_addr or "",
+        user_agent=request.user_agent.string or "",
+    )
+    return response
+
+
+def _secret(setting: str, processor: str) -> bytes:
+    secret = current_app.config.get(setting) or ""
+    if not secret:
+        raise ServiceUnavailable(f"{processor} callbacks are not configured on this server: set {setting}")
+    return secret.encode()
+
+
+def _json_object(prefix: str) -> dict:
+    body = request.get_json(force=True, silent=True)
+    if not isinstance(body, dict):
+        raise InvalidInput("request body must be a JSON object", field=prefix or "body")
+    return body
+
+
+def _field(container: dict, name: str, path: str):
+    value = container.get(name) if isinstance(container, dict) else None
+    if value is None or value == "":
+        raise InvalidInput(f"{path} is required", field=path)
+    return value
+
+
+def _complete(processor: str, payment_id, amount, currency, reference: str, field_names: dict):
+    """complete_payment, with errors naming the processor's own field instead of ours."""
+    try:
+        payment, completed_now = complete_payment(processor, str(payment_id), amount, currency,
+                                                  application_id_of_reference(reference))
+    except InvalidInput as error:
+        field = field_names.get(error.extra.get("field"), error.extra.get("field"))
+        raise InvalidInput(error.message, **{**error.extra, "field": field}) from None
+    g.callback_institution_id, g.callback_target = payment.institution_id, payment.id
+    return jsonify({"code": 200, "result": "completed" if completed_now else "duplicate",
+                    "payment_id": payment.id, "submission_id": payment.application_id})
+
+
+def _ignored(reason: str):
+    return jsonify({"code": 200, "result": "ignored", "reason": reason})
+
+
+@callbacks_bp.post("/payments/flutterwave")
+def flutterwave_callback():
+    secret = _secret("FLUTTERWAVE_SECRET_HASH", "Flutterwave")
+    given = request.headers.get(FLUTTERWAVE_SIGNATURE_HEADER)
+    if not given:
+        raise NotAuthenticated(f"missing {FLUTTERWAVE_SIGNATURE_HEADER} header")
+    if not hmac.compare_digest(given.encode(), secret):
+        raise NotAuthenticated(f"invalid {FLUTTERWAVE_SIGNATURE_HEADER} header")
+    body = _json_object("body")
+    event = body.get("event")
+    if event != "charge.completed":
+        return _ignored(f"event {event!r} is not charge.completed")
+    data = body.get("data")
+    if not isinstance(data, dict):
+        raise InvalidInput("data must be an object", field="data")
+    if data.get("status") != "successful":
+        return _ignored(f"charge status {data.get('status')!r} is not successful")
+    payment_id = _field(data, "id", "data.id")
+    reference = _field(data, "tx_ref", "data.tx_ref")
+    if not isinstance(reference, str):
+        raise InvalidInput("data.tx_ref must be a string", field="data.tx_ref")
+    return _complete("flutterwave", payment_id, _field(data, "amount", "data.amount"),
+                     _field(data, "currency", "data.currency"), reference,
+                     {"application_id": "data.tx_ref", "amount": "data.amount", "currency": "data.currency",
+                      "processor_reference": "data.id"})
+
+
+@callbacks_bp.post("/payments/mpesa")
+def mpesa_callback():
+    secret = _secret("MPESA_CALLBACK_SECRET", "M-Pesa")
+    given = request.headers.get(MPESA_SIGNATURE_HEADER)
+    if not given:
+        raise NotAuthenticated(f"missing {MPESA_SIGNATURE_HEADER} header")
+    expected = hmac.new(secret, request.get_data(cache=True), hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(given.strip().lower().encode(), expected.encode()):
+        raise NotAuthenticated(f"invalid {MPESA_SIGNATURE_HEADER} header")
+    body = _json_object("body")
+    callback = body.get("Body", {}).get("stkCallback") if isinstance(body.get("Body"), dict) else None
+    if not isinstance(callback, dict):
+        raise InvalidInput("Body.stkCallback must be an object", field="Body.stkCallback")
+    result_code = callback.get("ResultCode")
+    if result_code != 0:
+        return _ignored(f"ResultCode {result_code!r}: the payment did not complete")
+    metadata = callback.get("CallbackMetadata")
+    items = metadata.get("Item") if isinstance(metadata, dict) else None
+    if not isinstance(items, list):
+        raise InvalidInput("Body.stkCallback.CallbackMetadata.Item must be a list",
+                           field="Body.stkCallback.CallbackMetadata.Item")
+    values = {item.get("Name"): item.get("Value") for item in items if isinstance(item, dict)}
+    item_path = "Body.stkCallback.CallbackMetadata.Item"
+    receipt = _field(values, "MpesaReceiptNumber", f"{item_path}.MpesaReceiptNumber")
+    amount = _field(values, "Amount", f"{item_path}.Amount")
+    reference = _field(body, "AccountReference", "AccountReference")
+    if not isinstance(reference, str):
+        raise InvalidInput("AccountReference must be a string", field="AccountReference")
+    return _complete("mpesa", receipt, amount, MPESA_CURRENCY, reference,
+                     {"application_id": "AccountReference", "amount": f"{item_path}.Amount",
+                      "processor_reference": f"{item_path}.MpesaReceiptNumber"})

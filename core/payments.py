@@ -1,0 +1,126 @@
+"""Completing an application-fee payment reported by a payment processor.
+
+The processor's own payment id (`processor_reference`) is unique per processor, which makes a completion
+idempotent: a replayed callback finds the completed row and changes nothing. The payment row, the
+application's `paid`/`amount`/`currency`/`updated_at` and the `payment.completed` event with its webhook
+delivery are written in one transaction.
+"""
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from core import events
+from core.errors import Conflict, InvalidInput, KaribuError
+from core.extensions import db
+from core.models import Application, Payment, utcnow
+from core.models.admissions import PAYMENT_COMPLETED, PAYMENT_PROCESSORS
+
+PENDING = "pending"
+CENTS = Decimal("0.01")
+
+
+def application_id_of_reference(reference: str) -> str:
+    """Our payment reference is the application id, optionally `:<suffix>` to make each attempt unique."""
+    return reference.split(":", 1)[0].strip()
+
+
+def _amount(value) -> Decimal:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str, Decimal)):
+        raise InvalidInput("amount must be a number", field="amount")
+    try:
+        amount = Decimal(str(value))
+    except InvalidOperation:
+        raise InvalidInput("amount must be a number", field="amount") from None
+    if not amount.is_finite() or amount <= 0:
+        raise InvalidInput("amount must be a positive number", field="amount")
+    return amount
+
+
+def _completed(processor: str, processor_reference: str) -> Payment | None:
+    return db.session.scalars(select(Payment).where(
+        Payment.processor == processor, Payment.processor_reference == processor_reference,
+        Payment.status == PAYMENT_COMPLETED)).one_or_none()
+
+
+def complete_payment(processor: str, processor_reference: str, amount, currency: str,
+                     application_id: str | None = None) -> tuple[Payment, bool]:
+    """Record a completed payment; returns (payment, whether it completed now).
+
+    A replay of a payment already completed returns it unchanged (no second event). Otherwise a pending
+    payment row with this processor reference, or else one of the application for this processor, is
+    completed; without one a new row is written. The amount and currency must be the application's fee.
+    """
+    if processor not in PAYMENT_PROCESSORS:
+        raise InvalidInput(f"processor must be one of {', '.join(PAYMENT_PROCESSORS)}", field="processor")
+    if not isinstance(processor_reference, str) or not processor_reference.strip():
+        raise InvalidInput("the processor's payment id is required", field="processor_reference")
+    if "\x00" in processor_reference or (isinstance(application_id, str) and "\x00" in application_id):
+        raise InvalidInput("payment references must not contain NUL characters",
+                           field="processor_reference" if "\x00" in processor_reference else "application_id")
+    processor_reference = processor_reference.strip()
+    replay = _completed(processor, processor_reference)
+    if replay is not None:
+        return replay, False
+    try:
+        return _complete(processor, processor_reference, _amount(amount), currency, application_id)
+    except IntegrityError:
+        # A concurrent delivery of the same callback completed it first: this one is the replay.
+        db.session.rollback()
+        replay = _completed(processor, processor_reference)
+        if replay is None:
+            raise
+        return replay, False
+    except KaribuError:
+        db.session.rollback()
+        raise
+
+
+def _complete(processor: str, processor_reference: str, amount: Decimal, currency,
+              application_id) -> tuple[Payment, bool]:
+    payment = db.session.scalars(select(Payment).where(
+        Payment.processor == processor, Payment.processor_reference == processor_reference)).one_or_none()
+    application_id = payment.application_id if payment is not None else application_id
+    if not application_id:
+        raise InvalidInput("the payment reference must name an application", field="application_id")
+    application = db.session.scalars(
+        select(Application).where(Application.id == application_id).with_for_update()
+        .execution_options(populate_existing=True)).one_or_none()
+    if application is None:
+        raise InvalidInput(f"no application {application_id!r} to pay for", field="application_id")
+    replay = _completed(processor, processor_reference)
+    if replay is not None:  # a concurrent delivery completed it while this one waited for the lock
+        db.session.rollback()
+        return replay, False
+    if not isinstance(currency, str) or currency.strip().upper() != application.currency:
+        raise InvalidInput(f"currency must be {application.currency}, the currency of the application fee",
+                           field="currency")
+    if amount.quantize(CENTS) != Decimal(application.amount).quantize(CENTS):
+        raise InvalidInput(f"amount must be {application.amount} {application.currency}, the application fee",
+                           field="amount")
+    if application.paid:
+        raise Conflict(f"application {application.id} is already paid", field="application_id")
+    if payment is None:
+        payment = db.session.scalars(select(Payment).where(
+            Payment.application_id == application.id, Payment.processor == processor,
+            Payment.status == PENDING).order_by(Payment.created_at).limit(1)).first()
+    if payment is None:
+        payment = Payment(institution_id=application.institution_id, application_id=application.id,
+                          processor=processor)
+        db.session.add(payment)
+    now = utcnow()
+    payment.processor_reference = processor_reference
+    payment.amount = application.amount
+    payment.currency = application.currency
+    payment.status = PAYMENT_COMPLETED
+    payment.completed_at = now
+    application.paid = True
+    application.amount = payment.amount
+    application.currency = payment.currency
+    application.updated_at = now
+    db.session.flush()
+    events.emit_payment_completed(payment)
+    db.session.commit()
+    return payment, True
