@@ -16,7 +16,7 @@ INSTANCE_DIR = PROJECT_ROOT / "instance"
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
 
-    # --- foundation ---
+    # Core: secrets, engines, the API edge and identity
     SECRET_KEY: str = "dev-insecure-secret-change-me"
     DATABASE_URL: str = f"sqlite:///{INSTANCE_DIR / 'karibu.db'}"
     REDIS_URL: str = "redis://localhost:6379/0"
@@ -30,11 +30,10 @@ class Settings(BaseSettings):
     OIDC_INSTITUTION_CLAIM: str = "institution_id"
     LOG_LEVEL: str = "INFO"
     PROXY_COUNT: int = 0
-    # --- read-side ---
-    # --- bulk-docs ---
+    # Documents and bulk updates
     DOCUMENT_STORAGE_DIR: str = str(INSTANCE_DIR / "documents")
     EMIT_APPLICATION_UPDATED: bool = False
-    # --- verification ---
+    # Record verification
     REGISTRY_NESA_URL: str = "http://127.0.0.1:8765/nesa"
     REGISTRY_NESA_TOKEN: str = "simulator-nesa-token"
     REGISTRY_UNEB_URL: str = "http://127.0.0.1:8765/uneb"
@@ -46,13 +45,13 @@ class Settings(BaseSettings):
     VERIFICATION_DEFAULT_PRICE: str = "1.50"
     VERIFICATION_DEFAULT_CURRENCY: str = "USD"
     VERIFICATION_HASH_KEY: str = ""
-    # --- webhooks ---
+    # Webhooks
     # Development and tests only: admit loopback/private targets (metadata addresses stay refused) and http.
     WEBHOOK_ALLOW_PRIVATE_TARGETS: bool = False
     WEBHOOK_ALLOW_HTTP: bool = False
     # PEM file used instead of the system trust store to verify receivers' certificates ("" = system store).
     WEBHOOK_CA_BUNDLE: str = ""
-    # --- portal ---
+    # Staff portal
     # Failed staff sign-ins per client address and email, and per client address (Flask-Limiter syntax).
     PORTAL_LOGIN_RATE_LIMIT: str = "5/minute;20/hour"
     PORTAL_LOGIN_ADDRESS_RATE_LIMIT: str = "30/minute"
@@ -61,7 +60,7 @@ class Settings(BaseSettings):
     # Session cookie: set SESSION_COOKIE_SECURE=true behind TLS.
     SESSION_COOKIE_SECURE: bool = False
     SESSION_COOKIE_SAMESITE: str = "Lax"
-    # --- event sources ---
+    # Event sources: public pages and payment callbacks
     # Shared secret of the M-Pesa aggregator: HMAC-SHA256 of the raw callback body ("" = M-Pesa refused).
     MPESA_CALLBACK_SECRET: str = ""
     # Flutterwave dashboard "secret hash", echoed in the verif-hash header ("" = Flutterwave refused).

@@ -1,5 +1,5 @@
 """All models, imported here so that Alembic and the app see the whole metadata."""
-# --- foundation ---
+# Identity, admissions, documents, events and audit
 from core.models.admissions import (  # noqa: F401
     Applicant, Application, Cycle, Decision, Payment, Program, Stage, cycle_programs,
 )
@@ -8,11 +8,9 @@ from core.models.base import Base, new_id, utcnow  # noqa: F401
 from core.models.documents import Document  # noqa: F401
 from core.models.events import Event  # noqa: F401
 from core.models.identity import ApiKey, Institution, User  # noqa: F401
-# --- read-side ---
-# --- bulk-docs ---
-# --- verification ---
+# Record verification
 from core.models.verification import VerificationCharge, VerificationIdempotency  # noqa: F401
-# --- webhooks ---
+# Webhooks
 from core.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookEndpoint  # noqa: F401
-# --- portal ---
+# Staff portal
 from core.models.checks import ApplicantCheck  # noqa: F401
