@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 import requests
@@ -61,18 +62,22 @@ class WireRequest:
     data: bytes | None = None
 
 
-class RegistryAdapter:
+class RegistryAdapter(ABC):
+    """One registry's wire format: subclasses build the HTTP request and parse the answer."""
+
     registry: Registry
 
     def __init__(self, endpoint: RegistryEndpoint):
         self.endpoint = endpoint
         self._local = threading.local()
 
+    @abstractmethod
     def build_request(self, identifiers: dict[str, str]) -> WireRequest:
-        raise NotImplementedError
+        """The registry's request for these identifiers."""
 
+    @abstractmethod
     def parse_answer(self, status: int, body: bytes, identifiers: dict[str, str]) -> RegistryAnswer:
-        raise NotImplementedError
+        """The registry's answer as a RegistryAnswer; raises RegistryUnavailable on anything unexpected."""
 
     def lookup(self, identifiers: dict[str, str]) -> RegistryAnswer:
         wire = self.build_request(identifiers)
