@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import itertools
 import random
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from types import SimpleNamespace
 from decimal import Decimal
 from typing import Callable
 
@@ -191,8 +193,9 @@ _DECISION_CUMULATIVE = list(itertools.accumulate(DECISION_WEIGHTS.values()))
 _STAGE_CUMULATIVE = list(itertools.accumulate(STAGE_WEIGHTS))
 
 
-def _generate_batch(rng: random.Random, count: int, institution_id: str, programs: list[Program],
-                    cycles: list[Cycle], stage_keys: list[str], documents: dict, now: datetime, serial: int):
+def _generate_batch(rng: random.Random, count: int, institution_id: str, programs: list[SimpleNamespace],
+                    cycles: list[SimpleNamespace], stage_keys: list[str], documents: dict, now: datetime,
+                    serial: int):
     applicants, applications, payments, decisions, docs = [], [], [], [], []
     submitting_cycles = [cycle for cycle in cycles if cycle.opens_at <= now] or cycles
     stage_cumulative = _STAGE_CUMULATIVE[: len(stage_keys)]
@@ -253,19 +256,30 @@ def seed_demo(applications: int = 200, on_progress: Callable[[int], None] | None
     writer = _Writer()
     rebuild_indexes = (writer.without_secondary_indexes()
                        if writer.use_copy and to_create >= REBUILD_INDEXES_FROM else None)
+    # Plain copies: the generator runs in a worker thread, away from the ORM session.
+    program_rows = [SimpleNamespace(id=p.id, fee=p.fee, currency=p.currency) for p in programs]
+    cycle_rows = [SimpleNamespace(id=c.id, opens_at=c.opens_at, closes_at=c.closes_at) for c in cycles]
+
+    def generate(offset: int):
+        count = min(BATCH_SIZE, to_create - offset)
+        return count, _generate_batch(rng, count, institution.id, program_rows, cycle_rows, stage_keys,
+                                      documents, now, existing + offset)
+
     created = 0
-    while created < to_create:
-        count = min(BATCH_SIZE, to_create - created)
-        applicants, apps, payments, decisions, docs = _generate_batch(
-            rng, count, institution.id, programs, cycles, stage_keys, documents, now, existing + created)
-        writer.write(Applicant.__table__, APPLICANT_COLUMNS, applicants)
-        writer.write(Application.__table__, APPLICATION_COLUMNS, apps)
-        writer.write(Payment.__table__, PAYMENT_COLUMNS, payments)
-        writer.write(Decision.__table__, DECISION_COLUMNS, decisions)
-        writer.write(Document.__table__, DOCUMENT_COLUMNS, docs)
-        created += count
-        if on_progress:
-            on_progress(count)
+    # The next batch is generated while the current one is written: Python and the database work at once.
+    with ThreadPoolExecutor(max_workers=1) as generator:
+        pending = generator.submit(generate, 0) if to_create else None
+        while pending is not None:
+            count, (applicants, apps, payments, decisions, docs) = pending.result()
+            pending = generator.submit(generate, created + count) if created + count < to_create else None
+            writer.write(Applicant.__table__, APPLICANT_COLUMNS, applicants)
+            writer.write(Application.__table__, APPLICATION_COLUMNS, apps)
+            writer.write(Payment.__table__, PAYMENT_COLUMNS, payments)
+            writer.write(Decision.__table__, DECISION_COLUMNS, decisions)
+            writer.write(Document.__table__, DOCUMENT_COLUMNS, docs)
+            created += count
+            if on_progress:
+                on_progress(count)
     if rebuild_indexes:
         rebuild_indexes()
     db.session.commit()
