@@ -4,8 +4,9 @@ from __future__ import annotations
 import sqlite3
 
 import redis
-from flask import current_app, request
+from flask import current_app
 from flask_limiter import Limiter
+from flask_limiter.util import get_remote_address
 from flask_login import LoginManager
 from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
@@ -33,12 +34,8 @@ login_manager = LoginManager()
 csrf = CSRFProtect()
 
 
-def _client_address() -> str:
-    return request.remote_addr or "unknown"
-
-
 # Rate-limit headers are written by the API itself (api.auth.add_rate_limit_headers).
-limiter = Limiter(key_func=_client_address, headers_enabled=False)
+limiter = Limiter(key_func=get_remote_address, headers_enabled=False)
 
 
 def redis_connection() -> redis.Redis:
