@@ -16,11 +16,9 @@ import portal
 from api.callbacks import CALLBACKS_PREFIX, callbacks_bp
 from api.errors import handle_api_exception
 from api.health import health_bp
-from core.cli import COMMANDS
+from cli import COMMANDS
 from core.config import Settings
 from core.extensions import csrf, db, limiter, login_manager, migrate
-from core.verification.cli import registry_simulator_command
-from core.webhooks.cli import webhooks_group
 from jobs.cli import worker_command
 from portal.errors import html_error
 from portal.public import public_bp
@@ -109,7 +107,7 @@ def register_errorhandlers(app: Flask) -> None:
 
 
 def register_commands(app: Flask) -> None:
-    for command in (*COMMANDS, worker_command, registry_simulator_command, webhooks_group):
+    for command in (*COMMANDS, worker_command):
         app.cli.add_command(command)
 
 

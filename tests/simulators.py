@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pytest
 
 from core.verification.registries import REGISTRIES
-from core.verification.simulator import RegistrySimulator, create_server
+from devtools.registry_simulator import RegistrySimulator, create_server
 
 TOKENS = {code: f"test-{code.lower()}-token" for code in REGISTRIES}
 

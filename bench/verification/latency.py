@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from core.verification.adapters import ADAPTERS, RegistryEndpoint  # noqa: E402
-from core.verification.simulated_records import SIMULATED_RECORDS  # noqa: E402
+from devtools.simulated_records import SIMULATED_RECORDS  # noqa: E402
 
 TOKENS = {"NESA": "bench-nesa-token", "UNEB": "bench-uneb-token", "KNEC": "bench-knec-token"}
 

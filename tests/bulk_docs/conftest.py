@@ -10,7 +10,7 @@ from sqlalchemy import select
 from core.documents import DocumentStorage
 from core.extensions import db
 from core.models import Application, Decision, Document, Event
-from core.pdf import simple_pdf
+from devtools.pdf import simple_pdf
 from tests.conftest import auth_header
 from tests.openapi_check import assert_conforms
 

@@ -2,7 +2,7 @@ import json
 
 from sqlalchemy import func, select, text
 
-import core.seed
+import devtools.seed
 
 from core.extensions import db
 from core.models import ApiKey, Application, Document, Institution, User
@@ -90,7 +90,7 @@ def test_large_seed_keeps_every_index(app, client, monkeypatch):
             list_indexes = text("SELECT name FROM sqlite_master WHERE type = 'index'")
         before = set(db.session.scalars(list_indexes))
         db.session.remove()
-    monkeypatch.setattr(core.seed, "REBUILD_INDEXES_FROM", 1)
+    monkeypatch.setattr(devtools.seed, "REBUILD_INDEXES_FROM", 1)
     seeded = run_json(app, "seed-demo", "--applications", "30")
     with app.app_context():
         assert set(db.session.scalars(list_indexes)) == before

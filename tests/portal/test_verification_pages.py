@@ -9,7 +9,7 @@ from sqlalchemy import select
 from core.extensions import db
 from core.models import ApplicantCheck, VerificationCharge
 from core.verification.demo import demo_requests
-from core.verification.simulated_records import SIMULATED_RECORDS
+from devtools.simulated_records import SIMULATED_RECORDS
 from tests.openapi_check import assert_conforms
 from tests.portal.conftest import csrf_token
 

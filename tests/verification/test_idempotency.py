@@ -10,7 +10,7 @@ from core.extensions import db
 from core.models import VerificationCharge, VerificationIdempotency, utcnow
 from core.verification.idempotency import request_fingerprint
 from core.verification.service import current_settings
-from core.verification.simulated_records import SIMULATED_RECORDS
+from devtools.simulated_records import SIMULATED_RECORDS
 from tests.conftest import auth_header
 from tests.openapi_check import assert_conforms
 from tests.verification.conftest import post_json

@@ -9,7 +9,7 @@ from sqlalchemy import select
 from core.extensions import db
 from core.models import VerificationCharge
 from core.verification.records import RESULT_AUTHENTIC
-from core.verification.simulated_records import SIMULATED_RECORDS
+from devtools.simulated_records import SIMULATED_RECORDS
 from tests.conftest import auth_header
 from tests.foundation.test_auth import oidc  # noqa: F401  (fixture)
 from tests.openapi_check import assert_conforms

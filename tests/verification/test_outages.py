@@ -6,7 +6,7 @@ from sqlalchemy import func, select
 
 from core.extensions import db
 from core.models import VerificationCharge
-from core.verification.simulated_records import SIMULATED_RECORDS
+from devtools.simulated_records import SIMULATED_RECORDS
 from tests.conftest import auth_header
 from tests.openapi_check import assert_conforms
 from tests.verification.conftest import post_json

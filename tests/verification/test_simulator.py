@@ -10,7 +10,7 @@ import requests
 
 from core.verification.adapters import ADAPTERS, RegistryEndpoint, RegistryUnavailable
 from core.verification.records import OUTCOME_NOT_FOUND
-from core.verification.simulated_records import SIMULATED_RECORDS
+from devtools.simulated_records import SIMULATED_RECORDS
 from tests.simulators import TOKENS
 
 

@@ -84,7 +84,7 @@ def test_identifiers_not_matching_a_demo_record_give_404(client, app, body, regi
 
 
 def test_simulated_live_records_are_not_demo_records(client):
-    from core.verification.simulated_records import SIMULATED_RECORDS
+    from devtools.simulated_records import SIMULATED_RECORDS
     response = post_json(client, "/api/v1/verifications", SIMULATED_RECORDS[0].request, TRIAL)
     assert response.status_code == 404
 

@@ -13,7 +13,7 @@ from core.errors import InvalidInput
 from core.extensions import db
 from core.models import VerificationCharge
 from core.verification import usage_by_month, usage_csv
-from core.verification.simulated_records import SIMULATED_RECORDS
+from devtools.simulated_records import SIMULATED_RECORDS
 from tests.conftest import auth_header
 from tests.verification.conftest import post_json
 

@@ -24,7 +24,7 @@ from core.models import (
     Applicant, Application, Cycle, Decision, Document, Institution, Payment, Program, User, new_id, utcnow,
 )
 from core.passwords import hash_password
-from core.pdf import simple_pdf
+from devtools.pdf import simple_pdf
 from core.text import fold
 
 DEMO_INSTITUTION = "Demo University"

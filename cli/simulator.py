@@ -6,7 +6,7 @@ from flask import current_app
 from flask.cli import with_appcontext
 
 from core.verification.registries import REGISTRIES
-from core.verification.simulator import MODES, create_server
+from devtools.registry_simulator import MODES, create_server
 
 
 @click.command("registry-simulator")

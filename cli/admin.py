@@ -14,7 +14,7 @@ from core.extensions import db
 from core.institutions import create_institution, create_user
 from core.keys import create_api_key, revoke_api_key
 from core.models.identity import ROLES
-from core.seed import seed_demo
+from devtools.seed import seed_demo
 
 
 def _emit(as_json: bool, payload: dict, human: str) -> None:
@@ -113,4 +113,4 @@ def create_user_command(institution_id: str, email: str, password: str, role: st
     _emit(as_json, {"user_id": user.id}, f"Created {role} {user.email} ({user.id})")
 
 
-COMMANDS = (seed_demo_command, institutions_cli, api_keys_cli, users_cli)
+ADMIN_COMMANDS = (seed_demo_command, institutions_cli, api_keys_cli, users_cli)

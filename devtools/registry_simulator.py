@@ -30,7 +30,7 @@ from werkzeug.wrappers import Request, Response
 
 from core.verification.adapters.nesa import LEVELS_FROM_WIRE
 from core.verification.records import ExamRecord
-from core.verification.simulated_records import SIMULATED_RECORDS, find_simulated_record
+from devtools.simulated_records import SIMULATED_RECORDS, find_simulated_record
 
 MODES = ("normal", "slow", "error", "garbage", "redirect")
 REGISTRY_CODES = ("NESA", "UNEB", "KNEC")

@@ -1,6 +1,6 @@
 """The registry simulator's own records: generated deterministically, distinct from the trial demo records.
 
-`python -c "from core.verification.simulated_records import SIMULATED_RECORDS"` or the simulator's
+`python -c "from devtools.simulated_records import SIMULATED_RECORDS"` or the simulator's
 `GET /_simulator/records` lists them; the live-path tests and the benchmark look records up from here.
 """
 from __future__ import annotations

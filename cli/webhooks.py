@@ -6,7 +6,7 @@ import json
 import click
 from flask.cli import AppGroup
 
-from core.cli import domain_errors_as_usage
+from cli.admin import domain_errors_as_usage
 from core.timefmt import isoformat_z, parse_utc
 from core.webhooks.endpoints import enable_endpoint, rotate_secret, save_endpoint
 from core.webhooks.log import list_deliveries, recover_since, redeliver, send_test_ping

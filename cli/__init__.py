@@ -1,0 +1,8 @@
+"""Operator commands (design.md §3), registered on the app by `wsgi.register_commands`: `flask --app wsgi …`."""
+from __future__ import annotations
+
+from cli.admin import ADMIN_COMMANDS
+from cli.simulator import registry_simulator_command
+from cli.webhooks import webhooks_group
+
+COMMANDS = (*ADMIN_COMMANDS, registry_simulator_command, webhooks_group)
