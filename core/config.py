@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from flask import current_app
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -74,6 +75,16 @@ class Settings(BaseSettings):
         config["MAX_CONTENT_LENGTH"] = self.API_MAX_BODY_BYTES
         config["RATELIMIT_STORAGE_URI"] = self.REDIS_URL
         return config
+
+
+def settings() -> Settings:
+    """The running app's typed settings: the one way `core` reads configuration.
+
+    Built from the app's config (so `create_app` overrides and tests' changes are seen) without validating
+    again: the values were validated when the app was created.
+    """
+    config = current_app.config
+    return Settings.model_construct(**{name: config[name] for name in Settings.model_fields if name in config})
 
 
 def normalise_database_url(url: str) -> str:
