@@ -74,3 +74,9 @@ ensure_chromium() {
   say "Installing Debian's chromium for the browser tests"
   apt_install chromium
 }
+
+ensure_nginx() {
+  if command -v nginx >/dev/null || [ -x /usr/sbin/nginx ]; then return 0; fi
+  say "Installing nginx for the edge tests (deploy/nginx.conf is run for real)"
+  apt_install nginx-light || apt_install nginx || say "nginx could not be installed; the edge tests will be skipped"
+}

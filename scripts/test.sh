@@ -10,6 +10,7 @@ export KARIBU_TEST_POSTGRES_URL="${KARIBU_TEST_POSTGRES_URL:-postgresql://$(id -
 ensure_redis "$KARIBU_TEST_REDIS_URL"
 ensure_postgres
 if [ -d tests/e2e ]; then ensure_chromium; fi
+ensure_nginx
 
 status=0
 say "Test suite on PostgreSQL"
