@@ -4,11 +4,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from sqlalchemy import case, func, select
+from sqlalchemy import select
 
+from core.counts import cycle_counts, per_cycle_and_program, per_day
 from core.extensions import db
 from core.institutions import pipeline
-from core.models import Application, Cycle, Program, cycle_programs, utcnow
+from core.models import Cycle, Program, cycle_programs, utcnow
 from core.models.admissions import DECISIONS
 from core.scoping import InstitutionScope
 
@@ -79,40 +80,27 @@ def programs(scope: InstitutionScope) -> list[Program]:
     return list(db.session.scalars(scope.select(Program).order_by(Program.name)))
 
 
-def _grouped(scope: InstitutionScope, column, cycle_id: str) -> dict[str, int]:
-    statement = (scope.select(Application, column, func.count())
-                 .where(Application.cycle_id == cycle_id).group_by(column))
-    return {key: count for key, count in db.session.execute(statement)}
-
-
 def dashboard(scope: InstitutionScope, cycle: Cycle | None) -> Dashboard:
-    """Counts per stage and decision, paid and enrolled totals and applications per day of one cycle."""
+    """Counts per stage and decision, paid and enrolled totals and applications per day of one cycle.
+
+    Read from the counters (core.counts), so the cost does not grow with the number of applications.
+    """
     if cycle is None:
         return Dashboard(None, 0, 0, 0, [], [], {}, None, None)
-    totals = db.session.execute(
-        scope.select(Application, func.count(),
-                     func.coalesce(func.sum(case((Application.paid.is_(True), 1), else_=0)), 0),
-                     func.coalesce(func.sum(case((Application.enrolled.is_(True), 1), else_=0)), 0))
-        .where(Application.cycle_id == cycle.id)).one()
-    stage_counts = _grouped(scope, Application.stage, cycle.id)
+    counts = cycle_counts(scope, cycle.id)
+    stage_counts = dict(counts.by_stage)
     stages = pipeline(scope.institution_id)
     by_stage = [Count(stage.key, stage.name, stage_counts.pop(stage.key, 0)) for stage in stages]
     by_stage += [Count(key, key, count) for key, count in sorted(stage_counts.items())]
-    decision_counts = _grouped(scope, Application.decision, cycle.id)
-    by_decision = [Count(value, value.capitalize(), decision_counts.get(value, 0)) for value in DECISIONS]
-
-    day = func.date(Application.submitted_at)
-    per_day = {}
-    for value, count in db.session.execute(
-            scope.select(Application, day, func.count()).where(Application.cycle_id == cycle.id).group_by(day)):
-        per_day[value if isinstance(value, date) else date.fromisoformat(str(value))] = count
+    by_decision = [Count(value, value.capitalize(), counts.by_decision.get(value, 0)) for value in DECISIONS]
+    days = per_day(scope, cycle.id)
     now = utcnow()
     first_day = cycle.opens_at.date()
     last_day = min(cycle.closes_at, max(now, cycle.opens_at)).date()
-    if per_day:
-        first_day = min(first_day, min(per_day))
-        last_day = max(last_day, max(per_day))
-    return Dashboard(cycle, totals[0], int(totals[1]), int(totals[2]), by_stage, by_decision, per_day,
+    if days:
+        first_day = min(first_day, min(days))
+        last_day = max(last_day, max(days))
+    return Dashboard(cycle, counts.total, counts.paid, counts.enrolled, by_stage, by_decision, days,
                      first_day, last_day)
 
 
@@ -120,20 +108,11 @@ def cycle_summaries(scope: InstitutionScope) -> list[CycleSummary]:
     """Every cycle with its application, paid and enrolled counts and its programs' application counts."""
     now = utcnow()
     every = cycles(scope)
-    totals = {
-        cycle_id: (count, int(paid), int(enrolled))
-        for cycle_id, count, paid, enrolled in db.session.execute(
-            scope.select(Application, Application.cycle_id, func.count(),
-                         func.coalesce(func.sum(case((Application.paid.is_(True), 1), else_=0)), 0),
-                         func.coalesce(func.sum(case((Application.enrolled.is_(True), 1), else_=0)), 0))
-            .group_by(Application.cycle_id))
-    }
-    per_program = {
-        (cycle_id, program_id): count
-        for cycle_id, program_id, count in db.session.execute(
-            scope.select(Application, Application.cycle_id, Application.program_id, func.count())
-            .group_by(Application.cycle_id, Application.program_id))
-    }
+    per_program = per_cycle_and_program(scope)
+    totals: dict[str, tuple[int, int, int]] = {}
+    for (cycle_id, _), (count, paid, enrolled) in per_program.items():
+        before = totals.get(cycle_id, (0, 0, 0))
+        totals[cycle_id] = (before[0] + count, before[1] + paid, before[2] + enrolled)
     offered = {}
     for cycle_id, program in db.session.execute(
             select(cycle_programs.c.cycle_id, Program)
@@ -145,6 +124,7 @@ def cycle_summaries(scope: InstitutionScope) -> list[CycleSummary]:
         count, paid, enrolled = totals.get(cycle.id, (0, 0, 0))
         summaries.append(CycleSummary(
             cycle=cycle, status=cycle_status(cycle, now), applications=count, paid=paid, enrolled=enrolled,
-            programs=[(program, per_program.get((cycle.id, program.id), 0)) for program in offered.get(cycle.id, [])],
+            programs=[(program, per_program.get((cycle.id, program.id), (0,))[0])
+                      for program in offered.get(cycle.id, [])],
         ))
     return summaries

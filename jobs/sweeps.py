@@ -11,6 +11,7 @@ from datetime import timedelta
 from rq import SimpleWorker, get_current_job
 from rq.job import Job
 
+from core.counts import compact_counts
 from core.extensions import db, redis_connection
 from core.queue import queue
 from core.webhooks.sweep import sweep_due_deliveries
@@ -27,6 +28,7 @@ def sweep() -> int:
     if current is not None and (connection.get(CHAIN_KEY) or b"").decode() != current.id:
         return 0  # a newer chain replaced this one
     queued = sweep_due_deliveries()
+    compact_counts()  # keeps counter reads at about one row per combination
     schedule_next_sweep(SWEEP_INTERVAL)
     return queued
 
