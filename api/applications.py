@@ -1,14 +1,23 @@
 """Routes of the applications area: the list, by-id lookup and search (all read-only)."""
 from __future__ import annotations
 
-from flask import g, jsonify, request
+from flask import Response, g, jsonify, request, stream_with_context
 
 from api import bp
 from api.pages import csv_response, page_response
+from core.csv_export import CONTENT_TYPE as CSV_CONTENT_TYPE
+from core.csv_export import export_applications_csv
 from core.listing import (
-    fetch_application_page, fetch_applications_by_id, parse_application_query, parse_format, parse_ids,
+    fetch_application_page, fetch_applications_by_id, parse_application_query, parse_export_query, parse_format,
+    parse_ids,
 )
+from core.models import utcnow
+from core.ndjson_export import CONTENT_TYPE as NDJSON_CONTENT_TYPE
+from core.ndjson_export import export_applications_ndjson
 from core.records import RECORD_COLUMNS, application_record, record_values
+
+EXPORTS = {"csv": (export_applications_csv, CSV_CONTENT_TYPE),
+           "ndjson": (export_applications_ndjson, NDJSON_CONTENT_TYPE)}
 
 
 def _application_page(**query_options):
@@ -38,3 +47,20 @@ def applications_by_id():
         response.headers["X-Missing"] = ",".join(missing)
         return response
     return jsonify({"code": 200, "data": [application_record(row) for row in rows], "missing": missing})
+
+
+@bp.get("/applications/export")
+def export_applications():
+    """Every matching application in one streamed response (constant memory), in list order."""
+    output, filters = parse_export_query(request.args)
+    export, content_type = EXPORTS[output]
+    stream = export(g.scope, filters)
+    first = next(stream, b"")  # validation and the query's start happen before the status line is sent
+    filename = f"applications-{utcnow():%Y%m%d-%H%M%S}.{output}"
+    return Response(stream_with_context(_chained(first, stream)), content_type=content_type,
+                    headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+
+
+def _chained(first: bytes, rest):
+    yield first
+    yield from rest

@@ -123,7 +123,8 @@ def export_applications_csv(scope: InstitutionScope, filters: Mapping[str, Any])
     statement = ordered_applications(scope, filters)
     if db.session.get_bind().dialect.name == "postgresql":
         yield csv_header(RECORD_COLUMNS).encode()
-        yield from _postgres_copy_csv(statement)
+        rendered = statement.with_only_columns(*(postgres_cell(column) for column in statement.selected_columns))
+        yield from postgres_copy(rendered)
     else:
         rows = db.session.execute(statement.execution_options(yield_per=2000))
         for chunk in iter_csv((record_values(row) for row in rows), RECORD_COLUMNS):
@@ -134,7 +135,7 @@ def csv_header(columns: Sequence[str]) -> str:
     return _line_writer()(columns)
 
 
-def _postgres_cell(column):
+def postgres_cell(column):
     """SQL rendering one selected column as csv_cell() would, for COPY's CSV format.
 
     Text is neutralised like csv_cell() and an empty text becomes NULL (COPY would quote ``""``; NULL is
@@ -149,10 +150,7 @@ def _postgres_cell(column):
     if isinstance(column_type, Boolean):
         return case((expression, "true"), else_="false")
     if isinstance(column_type, DateTime):
-        whole_seconds = func.to_char(expression, 'YYYY-MM-DD"T"HH24:MI:SS', type_=String)
-        fraction = case((expression == func.date_trunc("second", expression), "Z"),
-                        else_=func.to_char(expression, '.US"Z"', type_=String))
-        return whole_seconds + fraction
+        return postgres_isoformat_z(expression)
     if isinstance(column_type, Numeric):
         return expression
     if isinstance(column_type, String):
@@ -161,14 +159,23 @@ def _postgres_cell(column):
     raise TypeError(f"no CSV rendering for column {column} of type {column_type}")
 
 
-def _postgres_copy_csv(statement: Select) -> Iterator[bytes]:
-    rendered = statement.with_only_columns(*(_postgres_cell(column) for column in statement.selected_columns))
-    compiled = rendered.compile(dialect=db.session.get_bind().dialect,
+def postgres_isoformat_z(expression):
+    """SQL text of a naive-UTC timestamp exactly as isoformat_z() writes it (microseconds only when set)."""
+    whole_seconds = func.to_char(expression, 'YYYY-MM-DD"T"HH24:MI:SS', type_=String)
+    fraction = case((expression == func.date_trunc("second", expression), "Z"),
+                    else_=func.to_char(expression, '.US"Z"', type_=String))
+    return whole_seconds + fraction
+
+
+def postgres_copy(statement: Select, options: str = "FORMAT csv") -> Iterator[bytes]:
+    """The rows of `statement` as PostgreSQL's `COPY … TO STDOUT (<options>)` writes them, in chunks of about
+    STREAM_CHUNK_SIZE bytes. A stream closed early cancels the COPY and rolls the session back."""
+    compiled = statement.compile(dialect=db.session.get_bind().dialect,
                                 compile_kwargs={"render_postcompile": True})
     driver_connection = db.session.connection().connection.driver_connection
     try:
         with driver_connection.cursor() as cursor:
-            with cursor.copy(f"COPY ({compiled}) TO STDOUT (FORMAT csv)", compiled.params) as copy:
+            with cursor.copy(f"COPY ({compiled}) TO STDOUT ({options})", compiled.params) as copy:
                 chunk: list[bytes] = []
                 size = 0
                 for block in copy:

@@ -33,6 +33,7 @@ from core.scoping import InstitutionScope
 from core.text import fold
 from core.timefmt import parse_utc
 
+EXPORT_FORMATS = ("csv", "ndjson")
 FILTER_PARAMETERS = (
     "cycle", "submitted_after", "submitted_before", "updated_since", "stage", "decision", "program",
     "enrolled", "paid", "q",
@@ -216,6 +217,14 @@ def parse_application_query(args: Mapping[str, str], *, kind: str = "application
     fingerprint = query_fingerprint(kind, limit, canonical)
     after = _open_cursor(args, fingerprint)
     return ApplicationQuery(kind=kind, limit=limit, filters=filters, fingerprint=fingerprint, after=after)
+
+
+def parse_export_query(args: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
+    """(format, filters) of a streamed export: the list's filters, `format` csv (default) or ndjson."""
+    output = (args.get("format") or "csv").strip().lower()
+    if output not in EXPORT_FORMATS:
+        raise bad_parameter("format", f"format must be {' or '.join(EXPORT_FORMATS)}")
+    return output, _parse_filters(args, require_q=False)[0]
 
 
 def parse_cycle_query(args: Mapping[str, str], *, default_limit: int = 50, max_limit: int = 1000) -> CycleQuery:
