@@ -8,6 +8,7 @@ from core.extensions import db
 from core.models import Institution, Stage, User
 from core.models.identity import ROLES
 from core.passwords import hash_password
+from core.scoping import InstitutionScope
 
 DEFAULT_PIPELINE = (
     ("submitted", "Submitted"),
@@ -31,13 +32,12 @@ def create_institution(name: str) -> Institution:
     return institution
 
 
-def pipeline(institution_id: str) -> list[Stage]:
-    return list(db.session.scalars(
-        select(Stage).where(Stage.institution_id == institution_id).order_by(Stage.position)))
+def pipeline(scope: InstitutionScope) -> list[Stage]:
+    return list(db.session.scalars(scope.select(Stage).order_by(Stage.position)))
 
 
-def create_user(institution_id: str, email: str, password: str, role: str = "staff", name: str = "") -> User:
-    if db.session.get(Institution, institution_id) is None:
+def create_user(scope: InstitutionScope, email: str, password: str, role: str = "staff", name: str = "") -> User:
+    if scope.institution() is None:
         raise NotFound("Institution not found")
     if role not in ROLES:
         raise InvalidInput(f"role must be one of: {', '.join(ROLES)}", field="role")
@@ -48,16 +48,16 @@ def create_user(institution_id: str, email: str, password: str, role: str = "sta
         raise InvalidInput("password must be at least 8 characters", field="password")
     if db.session.scalar(select(func.count()).select_from(User).where(User.email == email)):
         raise Conflict("A user with this email already exists", field="email")
-    user = User(institution_id=institution_id, email=email, password_hash=hash_password(password), role=role,
+    user = User(institution_id=scope.institution_id, email=email, password_hash=hash_password(password), role=role,
                 name=name)
     db.session.add(user)
     db.session.commit()
     return user
 
 
-def describe_institution(institution_id: str) -> dict:
-    institution = db.session.get(Institution, institution_id)
+def describe_institution(scope: InstitutionScope) -> dict:
+    institution = scope.institution()
     if institution is None:
         raise NotFound("Institution not found")
     return {"id": institution.id, "name": institution.name, "status": institution.status,
-            "stages": [{"id": stage.key, "name": stage.name} for stage in pipeline(institution_id)]}
+            "stages": [{"id": stage.key, "name": stage.name} for stage in pipeline(scope)]}

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from sqlalchemy import case, func, select
+from sqlalchemy import case, func
 
 from core.extensions import db
 from core.institutions import pipeline
@@ -95,7 +95,7 @@ def dashboard(scope: InstitutionScope, cycle: Cycle | None) -> Dashboard:
                      func.coalesce(func.sum(case((Application.enrolled.is_(True), 1), else_=0)), 0))
         .where(Application.cycle_id == cycle.id)).one()
     stage_counts = _grouped(scope, Application.stage, cycle.id)
-    stages = pipeline(scope.institution_id)
+    stages = pipeline(scope)
     by_stage = [Count(stage.key, stage.name, stage_counts.pop(stage.key, 0)) for stage in stages]
     by_stage += [Count(key, key, count) for key, count in sorted(stage_counts.items())]
     decision_counts = _grouped(scope, Application.decision, cycle.id)
@@ -136,9 +136,8 @@ def cycle_summaries(scope: InstitutionScope) -> list[CycleSummary]:
     }
     offered = {}
     for cycle_id, program in db.session.execute(
-            select(cycle_programs.c.cycle_id, Program)
-            .join(Program, Program.id == cycle_programs.c.program_id)
-            .where(Program.institution_id == scope.institution_id).order_by(Program.name)):
+            scope.select(Program, cycle_programs.c.cycle_id, Program)
+            .join(Program, Program.id == cycle_programs.c.program_id).order_by(Program.name)):
         offered.setdefault(cycle_id, []).append(program)
     summaries = []
     for cycle in every:

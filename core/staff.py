@@ -8,6 +8,7 @@ from core.extensions import db
 from core.models import Institution, User, utcnow
 from core.models.identity import ROLE_ADMIN, ROLES
 from core.passwords import hash_password, verify_password
+from core.scoping import InstitutionScope
 
 # Verified against when the email is unknown, so a wrong email costs as much time as a wrong password.
 _DUMMY_HASH = hash_password("karibu-timing-equaliser")
@@ -38,49 +39,41 @@ def load_active_user(user_id: str) -> User | None:
     return user if institution is not None and institution.is_active else None
 
 
-def list_users(institution_id: str) -> list[User]:
-    return list(db.session.scalars(
-        select(User).where(User.institution_id == institution_id).order_by(User.active.desc(), User.email)))
+def list_users(scope: InstitutionScope) -> list[User]:
+    return list(db.session.scalars(scope.select(User).order_by(User.active.desc(), User.email)))
 
 
-def _require_user(institution_id: str, user_id: str) -> User:
-    user = db.session.get(User, user_id)
-    if user is None or user.institution_id != institution_id:
-        raise NotFound("User not found")
-    return user
+def _other_active_admins(scope: InstitutionScope, user_id: str) -> int:
+    return db.session.scalar(scope.select(User, func.count(User.id)).where(
+        User.role == ROLE_ADMIN, User.active.is_(True), User.id != user_id))
 
 
-def _other_active_admins(institution_id: str, user_id: str) -> int:
-    return db.session.scalar(select(func.count()).select_from(User).where(
-        User.institution_id == institution_id, User.role == ROLE_ADMIN, User.active.is_(True), User.id != user_id))
-
-
-def set_role(institution_id: str, user_id: str, role: str) -> User:
+def set_role(scope: InstitutionScope, user_id: str, role: str) -> User:
     """Change a user's role; the institution always keeps at least one active admin."""
     if role not in ROLES:
         raise InvalidInput(f"role must be one of: {', '.join(ROLES)}", field="role")
-    user = _require_user(institution_id, user_id)
+    user = scope.require(User, user_id, what="User")
     if user.role == ROLE_ADMIN and role != ROLE_ADMIN and user.active and not _other_active_admins(
-            institution_id, user_id):
+            scope, user_id):
         raise Conflict("The institution needs at least one active admin", field="role")
     user.role = role
     db.session.commit()
     return user
 
 
-def set_active(institution_id: str, user_id: str, active: bool) -> User:
+def set_active(scope: InstitutionScope, user_id: str, active: bool) -> User:
     """Deactivate (the user is signed out at their next request) or reactivate an account."""
-    user = _require_user(institution_id, user_id)
+    user = scope.require(User, user_id, what="User")
     if not active and user.role == ROLE_ADMIN and user.active and not _other_active_admins(
-            institution_id, user_id):
+            scope, user_id):
         raise Conflict("The institution needs at least one active admin", field="active")
     user.active = active
     db.session.commit()
     return user
 
 
-def institution_name(institution_id: str) -> str:
-    institution = db.session.get(Institution, institution_id)
+def institution_name(scope: InstitutionScope) -> str:
+    institution = scope.institution()
     if institution is None:
         raise NotFound("Institution not found")
     return institution.name

@@ -65,7 +65,7 @@ class Choices:
 
 
 def _stage_names(pipeline=None) -> dict[str, str]:
-    return {stage.key: stage.name for stage in (pipeline or stage_pipeline(g.scope.institution_id))}
+    return {stage.key: stage.name for stage in (pipeline or stage_pipeline(g.scope))}
 
 
 def _page(filters: Filters, cursor: str | None):
@@ -83,7 +83,7 @@ def applicants():
     filters = Filters.from_args(request.args)
     cursor = request.args.get("cursor") or None
     page, records = _page(filters, cursor)
-    pipeline = stage_pipeline(g.scope.institution_id)
+    pipeline = stage_pipeline(g.scope)
     context = dict(filters=filters, page=page, records=records, cursor=cursor, stage_names=_stage_names(pipeline))
     if is_partial_request() and cursor:
         return render_page("applicants/partial/rows.html", **context)

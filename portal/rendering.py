@@ -8,6 +8,7 @@ from decimal import Decimal
 from flask import Flask, make_response, render_template, request
 from flask_login import current_user
 
+from core.scoping import InstitutionScope
 from core.staff import institution_name
 
 
@@ -93,5 +94,5 @@ def register_template_helpers(app: Flask) -> None:
     @app.context_processor
     def _institution():
         if current_user.is_authenticated:
-            return {"institution_name": institution_name(current_user.institution_id)}
+            return {"institution_name": institution_name(InstitutionScope(current_user.institution_id))}
         return {}
