@@ -8,7 +8,7 @@ from api.pages import csv_response, page_response
 from core.listing import (
     fetch_application_page, fetch_applications_by_id, parse_application_query, parse_format, parse_ids,
 )
-from core.records import RECORD_COLUMNS, application_record, record_values
+from core.partner_records import RECORD_COLUMNS, application_record, record_values
 
 
 def _application_page(**query_options):

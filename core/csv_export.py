@@ -21,7 +21,7 @@ from sqlalchemy.sql.elements import Label
 
 from core.extensions import db
 from core.listing import ordered_applications
-from core.records import RECORD_COLUMNS, record_values
+from core.partner_records import RECORD_COLUMNS, record_values
 from core.scoping import InstitutionScope
 
 CONTENT_TYPE = "text/csv; charset=utf-8"

@@ -28,7 +28,7 @@ from core.errors import InvalidInput
 from core.extensions import db
 from core.models import Applicant, Application, Cycle, Program
 from core.models.admissions import DECISIONS
-from core.records import application_select
+from core.partner_records import application_select
 from core.scoping import InstitutionScope
 from core.text import fold
 from core.timefmt import parse_utc

@@ -19,7 +19,7 @@ from sqlalchemy import func, insert, select, text
 
 from core.documents import document_storage
 from core.extensions import db
-from core.institutions import create_institution, create_user, pipeline
+from core.institutions import create_institution, pipeline
 from core.models import (
     Applicant, Application, Cycle, Decision, Document, Institution, Payment, Program, User, new_id, utcnow,
 )
@@ -27,6 +27,7 @@ from core.passwords import hash_password
 from core.scoping import InstitutionScope
 from devtools.pdf import simple_pdf
 from core.text import fold
+from core.users import create_user
 
 DEMO_INSTITUTION = "Demo University"
 DEMO_STAFF_EMAIL = "admin@demo-university.ac.rw"

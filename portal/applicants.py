@@ -15,7 +15,7 @@ from core.listing import fetch_application_page, fetch_applications_by_id, parse
 from core.models import utcnow
 from core.models.admissions import DECISIONS
 from core.overview import cycles, programs
-from core.records import application_record
+from core.partner_records import application_record
 from core.updates import MAX_UPDATES, apply_updates, parse_updates
 from portal import bp
 from portal.rendering import is_partial_request, render_page

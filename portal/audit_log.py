@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from flask import g, request, url_for
 
-from core.audit_log import OUTCOMES, SOURCES, audit_page, parse_audit_filters
+from core.audit_trail import OUTCOMES, SOURCES, audit_page, parse_audit_filters
 from portal import bp
 from portal.rendering import is_partial_request, render_page
 from portal.security import staff_required

@@ -8,8 +8,8 @@ from decimal import Decimal
 from flask import Flask, make_response, render_template, request
 from flask_login import current_user
 
+from core.institutions import institution_name
 from core.scoping import InstitutionScope
-from core.staff import institution_name
 
 
 def is_partial_request() -> bool:

@@ -7,8 +7,7 @@ from flask import flash, g, redirect, request, url_for
 from flask_login import current_user
 
 from core.errors import InvalidInput, KaribuError
-from core.institutions import create_user
-from core.staff import list_users, set_active, set_role
+from core.users import create_user, list_users, set_active, set_role
 from portal import bp
 from portal.forms import NewUserForm
 from portal.rendering import is_partial_request, render_page

@@ -6,11 +6,12 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 from core.extensions import db
-from core.institutions import create_institution, create_user, pipeline
+from core.institutions import create_institution, pipeline
 from core.keys import create_api_key
 from core.models import Applicant, Application, Cycle, Payment, Program, utcnow
 from core.scoping import InstitutionScope
 from core.text import applicant_search_text
+from core.users import create_user
 
 _counter = itertools.count(1)
 

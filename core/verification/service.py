@@ -19,7 +19,7 @@ from core.verification import idempotency
 from core.verification.adapters import ADAPTERS, RegistryAdapter, RegistryAnswer, RegistryUnavailable
 from core.verification.billing import add_charge, agreement_price, identifiers_hash
 from core.verification.demo import demo_requests, find_demo_record
-from core.verification.records import OUTCOME_NOT_FOUND
+from core.verification.exam_records import OUTCOME_NOT_FOUND
 from core.verification.registries import REGISTRIES, Registry
 from core.verification.settings import VerificationSettings
 from core.verification.validation import validate_request

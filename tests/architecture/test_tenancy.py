@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from core import applicant_checks, applicant_file, applying, audit_log, bundles, csv_export, decisions, keys
-from core import institutions, listing, overview, staff, updates
+from core import applicant_checks, applicant_file, applying, audit_trail, bundles, csv_export, decisions, keys
+from core import institutions, listing, overview, updates, users
 from core.documents import document_storage
 from core.errors import InvalidInput, NotFound
 from core.extensions import db
@@ -132,7 +132,7 @@ def populate(tag: str, issuer: str) -> Rows:
                                event_type=event.type, status="dead", created_at=now)
     db.session.add(delivery)
     db.session.commit()
-    user = institutions.create_user(scope, f"staff.{tag}@example.rw", "correct-horse-1", role="admin")
+    user = users.create_user(scope, f"staff.{tag}@example.rw", "correct-horse-1", role="admin")
     key, _ = keys.create_api_key(scope, name=tag)
     return Rows(tag=tag, institution_id=institution.id, program_id=program.id, cycle_id=cycle.id,
                 stage_key=stage.key, last_name=f"Surname{tag}", application_id=application.id,
@@ -329,23 +329,23 @@ def bundles_page(scope, own, target):
 
 
 @probe(AuditLog)
-def audit_log_page(scope, own, target):
-    return target.audit_id in {row.id for row in audit_log.audit_page(scope, audit_log.AuditFilters()).rows}
+def audit_trail_page(scope, own, target):
+    return target.audit_id in {row.id for row in audit_trail.audit_page(scope, audit_trail.AuditFilters()).rows}
 
 
 @probe(User)
-def staff_list_users(scope, own, target):
-    return target.user_id in {user.id for user in staff.list_users(scope)}
+def users_list(scope, own, target):
+    return target.user_id in {user.id for user in users.list_users(scope)}
 
 
 @probe(User)
-def staff_set_role(scope, own, target):
-    return reached(lambda: staff.set_role(scope, target.user_id, "admin"))
+def users_set_role(scope, own, target):
+    return reached(lambda: users.set_role(scope, target.user_id, "admin"))
 
 
 @probe(User)
-def staff_set_active(scope, own, target):
-    return reached(lambda: staff.set_active(scope, target.user_id, True))
+def users_set_active(scope, own, target):
+    return reached(lambda: users.set_active(scope, target.user_id, True))
 
 
 @probe(ApiKey)

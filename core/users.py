@@ -1,4 +1,4 @@
-"""Staff accounts of an institution: sign-in check, listing, role changes and deactivation."""
+"""Staff accounts of an institution: creation, sign-in check, listing, role changes and deactivation."""
 from __future__ import annotations
 
 from sqlalchemy import func, select
@@ -12,6 +12,25 @@ from core.scoping import InstitutionScope
 
 # Verified against when the email is unknown, so a wrong email costs as much time as a wrong password.
 _DUMMY_HASH = hash_password("karibu-timing-equaliser")
+
+
+def create_user(scope: InstitutionScope, email: str, password: str, role: str = "staff", name: str = "") -> User:
+    if scope.institution() is None:
+        raise NotFound("Institution not found")
+    if role not in ROLES:
+        raise InvalidInput(f"role must be one of: {', '.join(ROLES)}", field="role")
+    email = email.strip().lower()
+    if "@" not in email:
+        raise InvalidInput("email must be an email address", field="email")
+    if len(password) < 8:
+        raise InvalidInput("password must be at least 8 characters", field="password")
+    if db.session.scalar(select(func.count()).select_from(User).where(User.email == email)):
+        raise Conflict("A user with this email already exists", field="email")
+    user = User(institution_id=scope.institution_id, email=email, password_hash=hash_password(password), role=role,
+                name=name)
+    db.session.add(user)
+    db.session.commit()
+    return user
 
 
 def check_credentials(email: str, password: str) -> User | None:
@@ -70,10 +89,3 @@ def set_active(scope: InstitutionScope, user_id: str, active: bool) -> User:
     user.active = active
     db.session.commit()
     return user
-
-
-def institution_name(scope: InstitutionScope) -> str:
-    institution = scope.institution()
-    if institution is None:
-        raise NotFound("Institution not found")
-    return institution.name
