@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
 
-from flask import current_app
-
+from core.config import settings
 from core.errors import NotFound, ServiceUnavailable
 from core.extensions import db
 from core.scoping import InstitutionScope
@@ -66,7 +65,7 @@ def list_issuers(include_demo: bool = False) -> list[dict]:
 
 
 def current_settings() -> VerificationSettings:
-    return VerificationSettings.from_config(current_app.config, REGISTRIES)
+    return VerificationSettings.from_settings(settings(), REGISTRIES)
 
 
 def verify(principal, body: object, idempotency_key: str | None = None,
