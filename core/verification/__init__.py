@@ -9,7 +9,7 @@ The functions the API and the portal use:
 - `usage_by_month(scope)` and `usage_csv(scope, month=None)`: billed usage for the portal.
 """
 from core.verification.billing import usage_by_month, usage_csv  # noqa: F401
-from core.verification.registries import REGISTRIES, get_registry  # noqa: F401
+from core.verification.registries import REGISTRIES  # noqa: F401
 from core.verification.service import (  # noqa: F401
     RecordNotFound, VerificationResult, list_issuers, verify,
 )
