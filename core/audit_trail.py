@@ -4,7 +4,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-
 from core.errors import InvalidInput
 from core.extensions import db
 from core.models import AuditLog

@@ -4,7 +4,6 @@ from __future__ import annotations
 import hashlib
 import zlib
 
-
 from core.extensions import db
 from core.models import ApiKey, utcnow
 from core.models.base import random_token
