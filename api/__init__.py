@@ -75,7 +75,7 @@ openapi_json.public = True
 @bp.get("/institution")
 def current_institution():
     """Who am I: the institution and credential behind this request (a quick way to check a key)."""
-    institution = describe_institution(g.principal.institution_id)
+    institution = describe_institution(g.scope)
     return jsonify({"code": 200, "institution": institution,
                     "credential": {"kind": g.principal.kind, "key_id": g.principal.key_id,
                                    "actor": g.principal.actor}})

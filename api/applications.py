@@ -14,7 +14,7 @@ from core.listing import (
 from core.models import utcnow
 from core.ndjson_export import CONTENT_TYPE as NDJSON_CONTENT_TYPE
 from core.ndjson_export import export_applications_ndjson
-from core.records import RECORD_COLUMNS, application_record, record_values
+from core.partner_records import RECORD_COLUMNS, application_record, record_values
 
 EXPORTS = {"csv": (export_applications_csv, CSV_CONTENT_TYPE),
            "ndjson": (export_applications_ndjson, NDJSON_CONTENT_TYPE)}

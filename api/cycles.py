@@ -7,7 +7,7 @@ from api import bp
 from api.pages import page_response
 from core.listing import fetch_cycle_page, parse_cycle_query, parse_format
 from core.models import utcnow
-from core.records import CYCLE_COLUMNS, cycle_record, cycle_values
+from core.partner_records import CYCLE_COLUMNS, cycle_record, cycle_values
 
 
 @bp.get("/cycles")

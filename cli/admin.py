@@ -11,9 +11,11 @@ from flask.cli import AppGroup, with_appcontext
 
 from core.errors import KaribuError
 from core.extensions import db
-from core.institutions import create_institution, create_user
+from core.institutions import create_institution
 from core.keys import create_api_key, revoke_api_key
 from core.models.identity import ROLES
+from core.scoping import InstitutionScope
+from core.users import create_user
 from devtools.seed import seed_demo
 
 
@@ -44,7 +46,7 @@ def seed_demo_command(applications: int, as_json: bool) -> None:
     with click.progressbar(length=applications, label="Seeding applications", file=sys.stderr,
                            show_eta=True, show_pos=True) as bar:
         result = seed_demo(applications, on_progress=bar.update)
-    _, raw_key = create_api_key(result.institution_id, name="seed-demo")
+    _, raw_key = create_api_key(InstitutionScope(result.institution_id), name="seed-demo")
     payload = {
         "institution_id": result.institution_id,
         "api_key": raw_key,
@@ -83,7 +85,7 @@ api_keys_cli = AppGroup("api-keys", help="Manage live API keys.")
 @domain_errors_as_usage
 def create_api_key_command(institution_id: str, name: str, as_json: bool) -> None:
     """Create a live key. The key is printed once and cannot be shown again."""
-    key, raw_key = create_api_key(institution_id, name=name)
+    key, raw_key = create_api_key(InstitutionScope(institution_id), name=name)
     _emit(as_json, {"key_id": key.id, "api_key": raw_key},
           f"Key {key.id}: {raw_key}\nStore it now: it is not shown again.")
 
@@ -109,7 +111,7 @@ users_cli = AppGroup("users", help="Manage portal users.")
 @domain_errors_as_usage
 def create_user_command(institution_id: str, email: str, password: str, role: str, as_json: bool) -> None:
     """Create a portal user (argon2-hashed password)."""
-    user = create_user(institution_id, email, password, role)
+    user = create_user(InstitutionScope(institution_id), email, password, role)
     _emit(as_json, {"user_id": user.id}, f"Created {role} {user.email} ({user.id})")
 
 

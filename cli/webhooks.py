@@ -7,6 +7,7 @@ import click
 from flask.cli import AppGroup
 
 from cli.admin import domain_errors_as_usage
+from core.scoping import InstitutionScope
 from core.timefmt import isoformat_z, parse_utc
 from core.webhooks.endpoints import enable_endpoint, rotate_secret, save_endpoint
 from core.webhooks.log import list_deliveries, recover_since, redeliver, send_test_ping
@@ -32,7 +33,7 @@ def _emit(as_json: bool, payload: dict, human: str) -> None:
 def set_command(institution_id: str, url: str, events: str | None, include_name: bool | None,
                 as_json: bool) -> None:
     """Create or update the endpoint; a signing secret is printed once, when the endpoint is created."""
-    endpoint, secret = save_endpoint(institution_id, url, events, include_name)
+    endpoint, secret = save_endpoint(InstitutionScope(institution_id), url, events, include_name)
     payload = {"endpoint_id": endpoint.id}
     human = [f"Endpoint {endpoint.id}: {endpoint.url}", f"Events: {', '.join(endpoint.event_types)}"]
     if secret is not None:
@@ -47,7 +48,7 @@ def set_command(institution_id: str, url: str, events: str | None, include_name:
 @domain_errors_as_usage
 def rotate_command(institution_id: str, as_json: bool) -> None:
     """Replace the signing secret; the old one stops working at once."""
-    secret = rotate_secret(institution_id)
+    secret = rotate_secret(InstitutionScope(institution_id))
     _emit(as_json, {"signing_secret": secret}, f"New signing secret: {secret}  (shown once)")
 
 
@@ -56,7 +57,7 @@ def rotate_command(institution_id: str, as_json: bool) -> None:
 @domain_errors_as_usage
 def ping_command(institution_id: str) -> None:
     """Queue a webhook.test event to the configured URL."""
-    delivery = send_test_ping(institution_id)
+    delivery = send_test_ping(InstitutionScope(institution_id))
     click.echo(f"Queued webhook.test delivery {delivery.id} (event {delivery.event_id})")
 
 
@@ -68,7 +69,7 @@ def ping_command(institution_id: str) -> None:
 @domain_errors_as_usage
 def log_command(institution_id: str, status: str | None, limit: int, as_json: bool) -> None:
     """The delivery log, newest first."""
-    page = list_deliveries(institution_id, status, limit=limit)
+    page = list_deliveries(InstitutionScope(institution_id), status, limit=limit)
     rows = [{
         "id": d.id,
         "event_id": d.event_id,
@@ -90,7 +91,7 @@ def log_command(institution_id: str, status: str | None, limit: int, as_json: bo
 @domain_errors_as_usage
 def enable_command(institution_id: str) -> None:
     """Re-enable a disabled endpoint and reset its failure count."""
-    endpoint = enable_endpoint(institution_id)
+    endpoint = enable_endpoint(InstitutionScope(institution_id))
     click.echo(f"Endpoint {endpoint.id} enabled")
 
 
@@ -100,7 +101,7 @@ def enable_command(institution_id: str) -> None:
 @domain_errors_as_usage
 def redeliver_command(institution_id: str, delivery_id: str) -> None:
     """Queue one delivery again now."""
-    delivery = redeliver(institution_id, delivery_id)
+    delivery = redeliver(InstitutionScope(institution_id), delivery_id)
     click.echo(f"Queued delivery {delivery.id} again")
 
 
@@ -115,5 +116,5 @@ def recover_command(institution_id: str, since: str) -> None:
         since_at = parse_utc(since)
     except ValueError:
         raise click.BadParameter("must be an ISO date or datetime", param_hint="--since") from None
-    count = recover_since(institution_id, since_at)
+    count = recover_since(InstitutionScope(institution_id), since_at)
     click.echo(f"Queued {count} deliveries again")

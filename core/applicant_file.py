@@ -8,7 +8,7 @@ from core.applicant_checks import checks_for
 from core.errors import NotFound
 from core.extensions import db
 from core.models import Applicant, ApplicantCheck, Application, Decision, Document, Event, Payment
-from core.records import application_record, application_select
+from core.partner_records import application_record, application_select
 from core.scoping import InstitutionScope
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from sqlalchemy import func, select
+from sqlalchemy import func
 
 from core import events
 from core.errors import Conflict, InvalidInput, NotFound
@@ -39,9 +39,8 @@ class OpenCycle:
     programs: list[tuple[str, str]]  # (program id, name)
 
 
-def open_cycles(institution_id: str) -> list[OpenCycle]:
+def open_cycles(scope: InstitutionScope) -> list[OpenCycle]:
     """The institution's cycles open right now, with the programs each offers (for the apply form)."""
-    scope = InstitutionScope(institution_id)
     now = utcnow()
     cycles = db.session.scalars(scope.select(Cycle).where(Cycle.opens_at <= now, Cycle.closes_at > now)
                                 .order_by(Cycle.closes_at, Cycle.name))
@@ -49,8 +48,8 @@ def open_cycles(institution_id: str) -> list[OpenCycle]:
             for cycle in cycles]
 
 
-def active_institution(institution_id: str) -> Institution:
-    institution = db.session.get(Institution, institution_id) if "\x00" not in institution_id else None
+def active_institution(scope: InstitutionScope) -> Institution:
+    institution = scope.institution() if "\x00" not in scope.institution_id else None
     if institution is None or not institution.is_active:
         raise NotFound("Institution not found")
     return institution
@@ -77,15 +76,14 @@ def clean_applicant_fields(fields: ApplicantFields) -> ApplicantFields:
     return ApplicantFields(first_name, last_name, email, phone)
 
 
-def submit_application(institution_id: str, program_id: str, cycle_id: str, applicant: ApplicantFields, *,
+def submit_application(scope: InstitutionScope, program_id: str, cycle_id: str, applicant: ApplicantFields, *,
                        submitted_by_staff: bool = False) -> Application:
     """Create the applicant and the application and emit `application.submitted`, in one commit.
 
     The cycle must be open and offer the program. The same email cannot apply twice to the same program in
     the same cycle (409), which also makes a double-clicked submit harmless.
     """
-    active_institution(institution_id)
-    scope = InstitutionScope(institution_id)
+    active_institution(scope)
     fields = clean_applicant_fields(applicant)
     for name, value in (("cycle_id", cycle_id), ("program_id", program_id)):
         if not isinstance(value, str) or "\x00" in value:
@@ -103,20 +101,21 @@ def submit_application(institution_id: str, program_id: str, cycle_id: str, appl
     if first_stage is None:
         raise Conflict("this institution has no admission pipeline yet")
     already = db.session.scalar(
-        select(func.count()).select_from(Application).join(Applicant, Applicant.id == Application.applicant_id)
-        .where(Application.institution_id == institution_id, Application.program_id == program.id,
+        scope.select(Application, func.count()).select_from(Application)
+        .join(Applicant, Applicant.id == Application.applicant_id)
+        .where(Application.program_id == program.id,
                Application.cycle_id == cycle.id, Applicant.email == fields.email))
     if already:
         raise Conflict("an application with this email already exists for this program and cycle",
                        field="email")
 
-    person = Applicant(institution_id=institution_id, first_name=fields.first_name, last_name=fields.last_name,
+    person = Applicant(institution_id=scope.institution_id, first_name=fields.first_name, last_name=fields.last_name,
                        email=fields.email, phone=fields.phone, created_at=now,
                        search_text=applicant_search_text(fields.first_name, fields.last_name, fields.email))
     db.session.add(person)
     db.session.flush()
     application = Application(
-        institution_id=institution_id, applicant_id=person.id, applicant=person, program_id=program.id,
+        institution_id=scope.institution_id, applicant_id=person.id, applicant=person, program_id=program.id,
         cycle_id=cycle.id, stage=first_stage, amount=program.fee, currency=program.currency, paid=False,
         submitted_at=now, submitted_by_staff=submitted_by_staff, created_at=now, updated_at=now)
     db.session.add(application)

@@ -21,7 +21,7 @@ from sqlalchemy.sql.elements import Label
 
 from core.extensions import db
 from core.listing import ordered_applications
-from core.records import RECORD_COLUMNS, record_values
+from core.partner_records import RECORD_COLUMNS, record_values
 from core.scoping import InstitutionScope
 
 CONTENT_TYPE = "text/csv; charset=utf-8"
@@ -50,30 +50,11 @@ def csv_cell(value: Any) -> Any:
     return text
 
 
-def dotted_value(record: Mapping[str, Any], column: str) -> Any:
-    """``record["a"]["b"]`` for column ``a.b``; None when any level is missing."""
-    value: Any = record
-    for part in column.split("."):
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(part)
-    return value
-
-
-def flatten_record(record: Mapping[str, Any], columns: Sequence[str]) -> list[Any]:
-    return [dotted_value(record, column) for column in columns]
-
-
 class _LineBuffer:
     """A file-like object whose write() hands back the text, so csv.writer can serve a generator."""
 
     def write(self, text: str) -> str:
         return text
-
-
-def render_csv(records: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> str:
-    """One page of nested records as a whole CSV document, header row included."""
-    return "".join(iter_csv((flatten_record(record, columns) for record in records), columns))
 
 
 def iter_csv(rows: Iterable[Sequence[Any]], columns: Sequence[str]) -> Iterator[str]:

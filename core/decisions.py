@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from flask import current_app
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 from sqlalchemy import select
 
 from core import events
+from core.config import settings
 from core.errors import Conflict, InvalidInput, KaribuError, NotFound
 from core.extensions import db
 from core.models import Decision, utcnow
@@ -26,7 +26,7 @@ _TOKEN_SALT = "karibu.decision-response.v1"
 
 
 def _serializer() -> URLSafeTimedSerializer:
-    return URLSafeTimedSerializer(current_app.config["SECRET_KEY"], salt=_TOKEN_SALT)
+    return URLSafeTimedSerializer(settings().SECRET_KEY, salt=_TOKEN_SALT)
 
 
 def decision_response_token(decision: Decision) -> str:

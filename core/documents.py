@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
-from flask import current_app
+from core.config import settings
 
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
@@ -51,4 +51,4 @@ class DocumentStorage:
 
 
 def document_storage() -> DocumentStorage:
-    return DocumentStorage(current_app.config["DOCUMENT_STORAGE_DIR"])
+    return DocumentStorage(settings().DOCUMENT_STORAGE_DIR)

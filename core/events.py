@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from core.extensions import db
 from core.models import Application, Decision, Event, Payment, utcnow
+from core.scoping import InstitutionScope
 from core.timefmt import isoformat_z
 from core.webhooks.outbox import add_delivery_for
 
@@ -78,8 +79,8 @@ def emit_payment_completed(payment: Payment) -> Event:
     }, payment.application_id)
 
 
-def emit_webhook_test(institution_id: str) -> Event:
-    return _record(institution_id, "webhook.test", {
+def emit_webhook_test(scope: InstitutionScope) -> Event:
+    return _record(scope.institution_id, "webhook.test", {
         "message": "This is a test event from Karibu.",
-        "institution_id": institution_id,
+        "institution_id": scope.institution_id,
     })

@@ -1,13 +1,11 @@
-"""Institutions, their stage pipeline and staff users."""
+"""Institutions and their stage pipeline (staff users are in `core.users`)."""
 from __future__ import annotations
 
-from sqlalchemy import func, select
 
-from core.errors import Conflict, InvalidInput, NotFound
+from core.errors import InvalidInput, NotFound
 from core.extensions import db
-from core.models import Institution, Stage, User
-from core.models.identity import ROLES
-from core.passwords import hash_password
+from core.models import Institution, Stage
+from core.scoping import InstitutionScope
 
 DEFAULT_PIPELINE = (
     ("submitted", "Submitted"),
@@ -31,33 +29,20 @@ def create_institution(name: str) -> Institution:
     return institution
 
 
-def pipeline(institution_id: str) -> list[Stage]:
-    return list(db.session.scalars(
-        select(Stage).where(Stage.institution_id == institution_id).order_by(Stage.position)))
+def pipeline(scope: InstitutionScope) -> list[Stage]:
+    return list(db.session.scalars(scope.select(Stage).order_by(Stage.position)))
 
 
-def create_user(institution_id: str, email: str, password: str, role: str = "staff", name: str = "") -> User:
-    if db.session.get(Institution, institution_id) is None:
-        raise NotFound("Institution not found")
-    if role not in ROLES:
-        raise InvalidInput(f"role must be one of: {', '.join(ROLES)}", field="role")
-    email = email.strip().lower()
-    if "@" not in email:
-        raise InvalidInput("email must be an email address", field="email")
-    if len(password) < 8:
-        raise InvalidInput("password must be at least 8 characters", field="password")
-    if db.session.scalar(select(func.count()).select_from(User).where(User.email == email)):
-        raise Conflict("A user with this email already exists", field="email")
-    user = User(institution_id=institution_id, email=email, password_hash=hash_password(password), role=role,
-                name=name)
-    db.session.add(user)
-    db.session.commit()
-    return user
-
-
-def describe_institution(institution_id: str) -> dict:
-    institution = db.session.get(Institution, institution_id)
+def describe_institution(scope: InstitutionScope) -> dict:
+    institution = scope.institution()
     if institution is None:
         raise NotFound("Institution not found")
     return {"id": institution.id, "name": institution.name, "status": institution.status,
-            "stages": [{"id": stage.key, "name": stage.name} for stage in pipeline(institution_id)]}
+            "stages": [{"id": stage.key, "name": stage.name} for stage in pipeline(scope)]}
+
+
+def institution_name(scope: InstitutionScope) -> str:
+    institution = scope.institution()
+    if institution is None:
+        raise NotFound("Institution not found")
+    return institution.name

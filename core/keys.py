@@ -4,12 +4,11 @@ from __future__ import annotations
 import hashlib
 import zlib
 
-from sqlalchemy import select
-
 from core.extensions import db
-from core.models import ApiKey, Institution, utcnow
+from core.models import ApiKey, utcnow
 from core.models.base import random_token
 from core.errors import NotFound
+from core.scoping import InstitutionScope
 
 LIVE_PREFIX = "sk_live_"
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -37,23 +36,24 @@ def looks_like_live_key(raw_key: str) -> bool:
     return _checksum(LIVE_PREFIX + body) == raw_key[-6:]
 
 
-def create_api_key(institution_id: str, name: str = "") -> tuple[ApiKey, str]:
+def create_api_key(scope: InstitutionScope, name: str = "") -> tuple[ApiKey, str]:
     """Create a key and return it with the raw secret, which is shown once and never stored."""
-    if db.session.get(Institution, institution_id) is None:
+    if scope.institution() is None:
         raise NotFound("Institution not found")
     body = LIVE_PREFIX + random_token(32)
     raw_key = body + _checksum(body)
-    key = ApiKey(institution_id=institution_id, name=name, prefix=raw_key[:DISPLAY_PREFIX_LENGTH],
+    key = ApiKey(institution_id=scope.institution_id, name=name, prefix=raw_key[:DISPLAY_PREFIX_LENGTH],
                  key_hash=hash_key(raw_key))
     db.session.add(key)
     db.session.commit()
     return key, raw_key
 
 
-def revoke_api_key(key_id: str, institution_id: str | None = None) -> ApiKey:
-    """Revoke at once. With `institution_id`, a key of another institution is reported as missing."""
-    key = db.session.get(ApiKey, key_id)
-    if key is None or (institution_id is not None and key.institution_id != institution_id):
+def revoke_api_key(key_id: str, scope: InstitutionScope | None = None) -> ApiKey:
+    """Revoke at once. With a `scope`, a key of another institution is reported as missing; without one (the
+    operator's CLI) any key can be revoked."""
+    key = scope.get(ApiKey, key_id) if scope is not None else db.session.get(ApiKey, key_id)
+    if key is None:
         raise NotFound("API key not found")
     if key.revoked_at is None:
         key.revoked_at = utcnow()
@@ -61,6 +61,5 @@ def revoke_api_key(key_id: str, institution_id: str | None = None) -> ApiKey:
     return key
 
 
-def list_api_keys(institution_id: str) -> list[ApiKey]:
-    return list(db.session.scalars(
-        select(ApiKey).where(ApiKey.institution_id == institution_id).order_by(ApiKey.created_at.desc())))
+def list_api_keys(scope: InstitutionScope) -> list[ApiKey]:
+    return list(db.session.scalars(scope.select(ApiKey).order_by(ApiKey.created_at.desc())))

@@ -19,16 +19,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from flask import current_app
 from itsdangerous import BadData, URLSafeSerializer
 from sqlalchemy import Select, func, or_, select, tuple_
 from sqlalchemy.orm import selectinload
 
+from core.config import settings
 from core.errors import InvalidInput
 from core.extensions import db
 from core.models import Applicant, Application, Cycle, Program
 from core.models.admissions import DECISIONS
-from core.records import application_select
+from core.partner_records import application_select
 from core.scoping import InstitutionScope
 from core.text import fold
 from core.timefmt import parse_utc
@@ -85,13 +85,13 @@ class Page:
 
 
 def _serializer() -> URLSafeSerializer:
-    return URLSafeSerializer(current_app.config["SECRET_KEY"], salt="karibu.cursor.v1")
+    return URLSafeSerializer(settings().SECRET_KEY, salt="karibu.cursor.v1")
 
 
 def query_fingerprint(kind: str, limit: int, canonical_filters: Mapping[str, str]) -> str:
     canonical = json.dumps({"kind": kind, "limit": limit, "filters": dict(sorted(canonical_filters.items()))},
                            separators=(",", ":"))
-    secret = current_app.config["SECRET_KEY"].encode()
+    secret = settings().SECRET_KEY.encode()
     return hmac.new(secret, canonical.encode(), hashlib.sha256).hexdigest()[:24]
 
 

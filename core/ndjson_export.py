@@ -1,6 +1,6 @@
 """The streaming export of every matching application as NDJSON: one API record per line.
 
-Each line is exactly the record of the list endpoint (`core.records.application_record`), so a partner can
+Each line is exactly the record of the list endpoint (`core.partner_records.application_record`), so a partner can
 swap paging for the export without changing its parser. On PostgreSQL the server builds each line
 (`json_build_object`) and `COPY` streams them; elsewhere rows are read in batches and encoded here. Memory
 stays constant whatever the number of rows.
@@ -17,7 +17,7 @@ from sqlalchemy.sql.elements import Label
 from core.csv_export import STREAM_CHUNK_SIZE, postgres_copy, postgres_isoformat_z
 from core.extensions import db
 from core.listing import ordered_applications
-from core.records import RECORD_COLUMNS, application_record
+from core.partner_records import RECORD_COLUMNS, application_record
 from core.scoping import InstitutionScope
 
 CONTENT_TYPE = "application/x-ndjson"

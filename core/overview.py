@@ -4,8 +4,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from sqlalchemy import select
-
 from core.counts import cycle_counts, per_cycle_and_program, per_day
 from core.extensions import db
 from core.institutions import pipeline
@@ -89,7 +87,7 @@ def dashboard(scope: InstitutionScope, cycle: Cycle | None) -> Dashboard:
         return Dashboard(None, 0, 0, 0, [], [], {}, None, None)
     counts = cycle_counts(scope, cycle.id)
     stage_counts = dict(counts.by_stage)
-    stages = pipeline(scope.institution_id)
+    stages = pipeline(scope)
     by_stage = [Count(stage.key, stage.name, stage_counts.pop(stage.key, 0)) for stage in stages]
     by_stage += [Count(key, key, count) for key, count in sorted(stage_counts.items())]
     by_decision = [Count(value, value.capitalize(), counts.by_decision.get(value, 0)) for value in DECISIONS]
@@ -115,9 +113,8 @@ def cycle_summaries(scope: InstitutionScope) -> list[CycleSummary]:
         totals[cycle_id] = (before[0] + count, before[1] + paid, before[2] + enrolled)
     offered = {}
     for cycle_id, program in db.session.execute(
-            select(cycle_programs.c.cycle_id, Program)
-            .join(Program, Program.id == cycle_programs.c.program_id)
-            .where(Program.institution_id == scope.institution_id).order_by(Program.name)):
+            scope.select(Program, cycle_programs.c.cycle_id, Program)
+            .join(Program, Program.id == cycle_programs.c.program_id).order_by(Program.name)):
         offered.setdefault(cycle_id, []).append(program)
     summaries = []
     for cycle in every:

@@ -11,11 +11,16 @@ from sqlalchemy import Select, select
 
 from core.errors import NotFound
 from core.extensions import db
+from core.models import Institution
 
 
 @dataclass(frozen=True)
 class InstitutionScope:
     institution_id: str
+
+    def institution(self) -> Institution | None:
+        """The institution itself, or None when there is no such institution."""
+        return db.session.get(Institution, self.institution_id)
 
     def select(self, model, *columns) -> Select:
         """`SELECT model (or the given columns) WHERE model.institution_id = <this institution>`."""

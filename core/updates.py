@@ -24,7 +24,7 @@ from core.errors import InvalidInput
 from core.extensions import db
 from core.models.admissions import DECISION_NONE, DECISIONS, Application, Decision, Stage
 from core.models.base import utcnow
-from core.records import application_record, application_select
+from core.partner_records import application_record, application_select
 from core.scoping import InstitutionScope
 
 MAX_UPDATES = 500

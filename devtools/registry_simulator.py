@@ -29,7 +29,7 @@ from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
 from core.verification.adapters.nesa import LEVELS_FROM_WIRE
-from core.verification.records import ExamRecord
+from core.verification.exam_records import ExamRecord
 from devtools.simulated_records import SIMULATED_RECORDS, find_simulated_record
 
 MODES = ("normal", "slow", "error", "garbage", "redirect")

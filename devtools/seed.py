@@ -19,13 +19,15 @@ from sqlalchemy import func, insert, select, text
 
 from core.documents import document_storage
 from core.extensions import db
-from core.institutions import create_institution, create_user, pipeline
+from core.institutions import create_institution, pipeline
 from core.models import (
     Applicant, Application, Cycle, Decision, Document, Institution, Payment, Program, User, new_id, utcnow,
 )
 from core.passwords import hash_password
+from core.scoping import InstitutionScope
 from devtools.pdf import simple_pdf
 from core.text import fold
+from core.users import create_user
 
 DEMO_INSTITUTION = "Demo University"
 DEMO_STAFF_EMAIL = "admin@demo-university.ac.rw"
@@ -111,7 +113,8 @@ def _ensure_programs_and_cycles(institution: Institution, now: datetime) -> tupl
 def _ensure_admin(institution: Institution) -> None:
     user = db.session.scalars(select(User).where(User.email == DEMO_STAFF_EMAIL)).first()
     if user is None:
-        create_user(institution.id, DEMO_STAFF_EMAIL, DEMO_STAFF_PASSWORD, role="admin", name="Demo Admin")
+        create_user(InstitutionScope(institution.id), DEMO_STAFF_EMAIL, DEMO_STAFF_PASSWORD, role="admin",
+                    name="Demo Admin")
     else:
         user.password_hash = hash_password(DEMO_STAFF_PASSWORD)
         user.active = True
@@ -247,7 +250,7 @@ def seed_demo(applications: int = 200, on_progress: Callable[[int], None] | None
     institution = _ensure_institution()
     programs, cycles = _ensure_programs_and_cycles(institution, now)
     _ensure_admin(institution)
-    stage_keys = [stage.key for stage in pipeline(institution.id)]
+    stage_keys = [stage.key for stage in pipeline(InstitutionScope(institution.id))]
     existing = db.session.scalar(
         select(func.count()).select_from(Application).where(Application.institution_id == institution.id))
     to_create = max(applications - existing, 0)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 
-from core.verification.records import (
+from core.verification.exam_records import (
     KCSE_POINTS, NESA_COMBINATIONS, RESULT_AUTHENTIC, RESULT_CANCELLED, RESULT_WITHHELD, UNEB_COMBINATIONS,
     UNEB_NUMERIC_GRADES, ExamRecord, build_record, lookup_key, record_key, subjects_for,
 )

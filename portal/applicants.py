@@ -15,7 +15,7 @@ from core.listing import fetch_application_page, fetch_applications_by_id, parse
 from core.models import utcnow
 from core.models.admissions import DECISIONS
 from core.overview import cycles, programs
-from core.records import application_record
+from core.partner_records import application_record
 from core.updates import MAX_UPDATES, apply_updates, parse_updates
 from portal import bp
 from portal.rendering import is_partial_request, render_page
@@ -65,7 +65,7 @@ class Choices:
 
 
 def _stage_names(pipeline=None) -> dict[str, str]:
-    return {stage.key: stage.name for stage in (pipeline or stage_pipeline(g.scope.institution_id))}
+    return {stage.key: stage.name for stage in (pipeline or stage_pipeline(g.scope))}
 
 
 def _page(filters: Filters, cursor: str | None):
@@ -83,7 +83,7 @@ def applicants():
     filters = Filters.from_args(request.args)
     cursor = request.args.get("cursor") or None
     page, records = _page(filters, cursor)
-    pipeline = stage_pipeline(g.scope.institution_id)
+    pipeline = stage_pipeline(g.scope)
     context = dict(filters=filters, page=page, records=records, cursor=cursor, stage_names=_stage_names(pipeline))
     if is_partial_request() and cursor:
         return render_page("applicants/partial/rows.html", **context)

@@ -1,10 +1,9 @@
 """The institution's own audit log: API requests and portal actions, newest first, filterable."""
 from __future__ import annotations
 
-from flask import request, url_for
-from flask_login import current_user
+from flask import g, request, url_for
 
-from core.audit_log import OUTCOMES, SOURCES, audit_page, parse_audit_filters
+from core.audit_trail import OUTCOMES, SOURCES, audit_page, parse_audit_filters
 from portal import bp
 from portal.rendering import is_partial_request, render_page
 from portal.security import staff_required
@@ -16,7 +15,7 @@ FILTER_NAMES = ("source", "actor", "outcome", "since", "until")
 @staff_required
 def audit_log():
     filters = parse_audit_filters(request.args)
-    page = audit_page(current_user.institution_id, filters)
+    page = audit_page(g.scope, filters)
     shown = {name: request.args[name].strip() for name in FILTER_NAMES if (request.args.get(name) or "").strip()}
     context = dict(page=page, shown=shown, sources=SOURCES, outcomes=OUTCOMES)
     if is_partial_request() and filters.before_id is not None:

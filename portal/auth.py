@@ -7,7 +7,7 @@ from flask import current_app, redirect, request, url_for
 from flask_login import current_user, login_user, logout_user
 
 from core.extensions import limiter
-from core.staff import check_credentials
+from core.users import check_credentials
 from portal import bp
 from portal.forms import LoginForm
 from portal.rendering import render_page

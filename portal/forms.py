@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from flask_wtf import FlaskForm
-from wtforms import BooleanField, EmailField, PasswordField, SelectField, StringField
+from wtforms import EmailField, PasswordField, SelectField, StringField
 from wtforms.validators import DataRequired, Length
 
 ROLE_CHOICES = [("staff", "Staff: applicants, cycles, verification"),
@@ -22,8 +22,3 @@ class NewUserForm(FlaskForm):
     email = EmailField("Email", validators=[DataRequired("Enter an email."),
                                             Length(max=254)])
     role = SelectField("Role", choices=ROLE_CHOICES, default="staff")
-
-
-class SendDecisionForm(FlaskForm):
-    confirm = BooleanField("I have checked the decision and want to send it to the applicant",
-                           validators=[DataRequired("Tick the box to confirm.")])

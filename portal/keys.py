@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from flask import flash, redirect, url_for
-from flask_login import current_user
+from flask import flash, g, redirect, url_for
 
 from core.keys import create_api_key, list_api_keys, revoke_api_key
 from core.models import ApiKey
@@ -22,7 +21,7 @@ class CreatedKey:
 
 def _page(form: ApiKeyForm, created: CreatedKey | None = None, status: int = 200):
     return render_page("keys/index.html", "keys/partial/create.html", form=form, created=created,
-                       oob=is_partial_request(), keys=list_api_keys(current_user.institution_id), status=status)
+                       oob=is_partial_request(), keys=list_api_keys(g.scope), status=status)
 
 
 @bp.get("/api-keys")
@@ -37,7 +36,7 @@ def api_keys_create():
     form = ApiKeyForm()
     if not form.validate_on_submit():
         return _page(form, status=422)
-    key, raw = create_api_key(current_user.institution_id, name=form.name.data.strip())
+    key, raw = create_api_key(g.scope, name=form.name.data.strip())
     audit("api_key.create", key.id, status=201)
     # The key is shown in this response only (never through a redirect: it must not sit in a URL).
     return _page(ApiKeyForm(formdata=None), created=CreatedKey(key=key, raw=raw), status=201)
@@ -46,7 +45,7 @@ def api_keys_create():
 @bp.post("/api-keys/<key_id>/revoke")
 @admin_required
 def api_keys_revoke(key_id: str):
-    key = revoke_api_key(key_id, institution_id=current_user.institution_id)
+    key = revoke_api_key(key_id, scope=g.scope)
     audit("api_key.revoke", key.id)
     if is_partial_request():
         return render_page("keys/partial/row_only.html", key=key)

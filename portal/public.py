@@ -11,6 +11,7 @@ from core.audit import record_audit
 from core.decisions import ANSWERABLE_DECISIONS, RESPONSES, decision_for_token, record_decision_response
 from core.errors import Conflict, InvalidInput
 from core.extensions import limiter
+from core.scoping import InstitutionScope
 
 public_bp = Blueprint("public", __name__)
 _SUBMITTED_KEY = "karibu_submitted_application"
@@ -43,8 +44,9 @@ class DecisionResponseForm(FlaskForm):
 @public_bp.route("/apply/<institution_id>", methods=["GET", "POST"])
 @limiter.limit(_public_form_limit, methods=["POST"])
 def apply(institution_id: str):
-    institution = active_institution(institution_id)
-    cycles = open_cycles(institution.id)
+    scope = InstitutionScope(institution_id)
+    institution = active_institution(scope)
+    cycles = open_cycles(scope)
     form = ApplyForm()
     form.cycle_id.choices = [(cycle.id, cycle.name) for cycle in cycles]
     form.program_id.choices = sorted({program for cycle in cycles for program in cycle.programs},
@@ -53,7 +55,7 @@ def apply(institution_id: str):
     if form.validate_on_submit():
         try:
             application = submit_application(
-                institution.id, form.program_id.data, form.cycle_id.data,
+                scope, form.program_id.data, form.cycle_id.data,
                 ApplicantFields(form.first_name.data, form.last_name.data, form.email.data, form.phone.data))
         except (InvalidInput, Conflict) as error:
             field = getattr(form, error.extra.get("field") or "", None)
@@ -74,7 +76,7 @@ def apply(institution_id: str):
 
 @public_bp.get("/apply/<institution_id>/submitted")
 def applied(institution_id: str):
-    institution = active_institution(institution_id)
+    institution = active_institution(InstitutionScope(institution_id))
     submitted = session.get(_SUBMITTED_KEY)
     if not submitted:
         return redirect(url_for("public.apply", institution_id=institution.id))
@@ -85,7 +87,7 @@ def applied(institution_id: str):
 @limiter.limit(_public_form_limit, methods=["POST"])
 def respond_to_decision(token: str):
     decision = decision_for_token(token)
-    institution = active_institution(decision.institution_id)
+    institution = active_institution(InstitutionScope(decision.institution_id))
     form = DecisionResponseForm()
     answerable = decision.sent_at is not None and decision.status in ANSWERABLE_DECISIONS
     status = 200

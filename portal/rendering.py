@@ -8,7 +8,8 @@ from decimal import Decimal
 from flask import Flask, make_response, render_template, request
 from flask_login import current_user
 
-from core.staff import institution_name
+from core.institutions import institution_name
+from core.scoping import InstitutionScope
 
 
 def is_partial_request() -> bool:
@@ -93,5 +94,5 @@ def register_template_helpers(app: Flask) -> None:
     @app.context_processor
     def _institution():
         if current_user.is_authenticated:
-            return {"institution_name": institution_name(current_user.institution_id)}
+            return {"institution_name": institution_name(InstitutionScope(current_user.institution_id))}
         return {}

@@ -12,7 +12,7 @@ from core.audit import record_portal_action
 from core.errors import Forbidden
 from core.extensions import login_manager
 from core.scoping import InstitutionScope
-from core.staff import load_active_user
+from core.users import load_active_user
 
 # No inline script or style anywhere in the portal: htmx runs with allowEval off and its indicator styles
 # disabled, so the policy needs no 'unsafe-*' source.

@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import secrets
 
-from flask import flash, redirect, request, url_for
+from flask import flash, g, redirect, request, url_for
 from flask_login import current_user
 
 from core.errors import InvalidInput, KaribuError
-from core.institutions import create_user
-from core.staff import list_users, set_active, set_role
+from core.users import create_user, list_users, set_active, set_role
 from portal import bp
 from portal.forms import NewUserForm
 from portal.rendering import is_partial_request, render_page
@@ -19,7 +18,7 @@ from portal.security import admin_required, audit
 @admin_required
 def users():
     return render_page("users/index.html", form=NewUserForm(formdata=None),
-                       users=list_users(current_user.institution_id))
+                       users=list_users(g.scope))
 
 
 @bp.post("/users")
@@ -29,17 +28,17 @@ def users_create():
     if form.validate_on_submit():
         password = secrets.token_urlsafe(12)
         try:
-            user = create_user(current_user.institution_id, form.email.data, password, role=form.role.data)
+            user = create_user(g.scope, form.email.data, password, role=form.role.data)
         except KaribuError as error:
             form.email.errors.append(error.message)
         else:
             audit("user.create", user.id, status=201)
             invited = {"user": user, "password": password}
             return render_page("users/index.html", "users/partial/invite.html", form=NewUserForm(formdata=None),
-                               invited=invited, oob=is_partial_request(), users=list_users(current_user.institution_id),
+                               invited=invited, oob=is_partial_request(), users=list_users(g.scope),
                                status=201)
     return render_page("users/index.html", "users/partial/invite.html", form=form,
-                       users=list_users(current_user.institution_id), status=422)
+                       users=list_users(g.scope), status=422)
 
 
 def _respond(user, message: str):
@@ -53,7 +52,7 @@ def _respond(user, message: str):
 @admin_required
 def users_role(user_id: str):
     role = request.form.get("role", "")
-    user = set_role(current_user.institution_id, user_id, role)
+    user = set_role(g.scope, user_id, role)
     audit("user.role", f"{user.id} -> {role}")
     return _respond(user, f"{user.email} is now {role}.")
 
@@ -66,6 +65,6 @@ def users_active(user_id: str):
         raise InvalidInput("active must be true or false", field="active")
     if user_id == current_user.id and value == "false":
         raise InvalidInput("You cannot deactivate your own account", field="active")
-    user = set_active(current_user.institution_id, user_id, value == "true")
+    user = set_active(g.scope, user_id, value == "true")
     audit("user.activate" if user.active else "user.deactivate", user.id)
     return _respond(user, f"{user.email} was {'reactivated' if user.active else 'deactivated'}.")

@@ -110,7 +110,7 @@ def try_verify():
 
 def _price():
     settings = current_settings()
-    return agreement_price(current_user.institution_id, settings.default_price, settings.default_currency)
+    return agreement_price(g.scope, settings.default_price, settings.default_currency)
 
 
 def _staff_principal() -> Principal:
@@ -166,7 +166,7 @@ def verification_lookup():
 @bp.get("/verification/usage")
 @staff_required
 def verification_usage():
-    rows = usage_by_month(current_user.institution_id)
+    rows = usage_by_month(g.scope)
     totals: dict[str, dict] = {}
     for row in rows:
         total = totals.setdefault(row["currency"], {"lookups": 0, "amount": 0})
@@ -179,7 +179,7 @@ def verification_usage():
 @staff_required
 def verification_usage_csv():
     month = request.args.get("month") or None
-    lines = usage_csv(current_user.institution_id, month)
+    lines = usage_csv(g.scope, month)
     first = next(lines)  # validates `month` before the response starts
     audit("verification.usage_export", month or "all")
     filename = f"verification-usage-{month or 'all'}.csv"

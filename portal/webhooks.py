@@ -2,7 +2,7 @@
 detail, redeliver, recover since a time and re-enable."""
 from __future__ import annotations
 
-from flask import flash, redirect, request, url_for
+from flask import flash, g, redirect, request, url_for
 from flask_login import current_user
 
 from core.errors import InvalidInput, KaribuError
@@ -40,14 +40,14 @@ def _status_filter() -> str | None:
 def _log_context() -> dict:
     status = _status_filter()
     before = (request.args.get("before") or "").strip() or None
-    page = list_deliveries(current_user.institution_id, status, limit=LOG_PAGE_SIZE, before=before)
+    page = list_deliveries(g.scope, status, limit=LOG_PAGE_SIZE, before=before)
     pending = any(delivery.status in SENDABLE_STATUSES for delivery in page.deliveries)
     return dict(page=page, status_filter=status, statuses=DELIVERY_STATUSES, refresh=pending and before is None)
 
 
 def _settings_page(*, secret: str | None = None, errors: dict | None = None, form: dict | None = None,
                    status: int = 200, message: str | None = None):
-    endpoint = get_endpoint(current_user.institution_id)
+    endpoint = get_endpoint(g.scope)
     if form is None:
         form = {"url": endpoint.url if endpoint else "",
                 "events": list(endpoint.event_types) if endpoint else list(SUBSCRIBABLE_EVENT_TYPES),
@@ -69,7 +69,7 @@ def webhooks_save():
     form = {"url": (request.form.get("url") or "").strip(), "events": request.form.getlist("events"),
             "include_name": request.form.get("include_name") == "true"}
     try:
-        endpoint, secret = save_endpoint(current_user.institution_id, form["url"], events=form["events"],
+        endpoint, secret = save_endpoint(g.scope, form["url"], events=form["events"],
                                          include_name=form["include_name"])
     except KaribuError as error:
         audit("webhook.save", form["url"][:200], status=error.status)
@@ -82,7 +82,7 @@ def webhooks_save():
 @bp.post("/webhooks/rotate")
 @admin_required
 def webhooks_rotate():
-    secret = rotate_secret(current_user.institution_id)
+    secret = rotate_secret(g.scope)
     audit("webhook.rotate_secret", current_user.institution_id)
     return _settings_page(secret=secret, message="A new signing secret is in force; the old one no longer works.")
 
@@ -90,7 +90,7 @@ def webhooks_rotate():
 @bp.post("/webhooks/enable")
 @admin_required
 def webhooks_enable():
-    endpoint = enable_endpoint(current_user.institution_id)
+    endpoint = enable_endpoint(g.scope)
     audit("webhook.enable", endpoint.id)
     return _settings_page(message="The endpoint is enabled again; its failure count starts from zero.")
 
@@ -98,7 +98,7 @@ def webhooks_enable():
 @bp.post("/webhooks/ping")
 @admin_required
 def webhooks_ping():
-    delivery = send_test_ping(current_user.institution_id)
+    delivery = send_test_ping(g.scope)
     audit("webhook.ping", delivery.id, status=202)
     return _log_response(f"Test ping queued ({delivery.id}).")
 
@@ -111,7 +111,7 @@ def webhooks_recover():
         since = parse_utc(raw)
     except ValueError:
         raise InvalidInput("since must be a date and time, e.g. 2026-11-20T08:00", field="since") from None
-    count = recover_since(current_user.institution_id, since)
+    count = recover_since(g.scope, since)
     audit("webhook.recover", raw, status=202)
     return _log_response(f"{count} deliver{'y' if count == 1 else 'ies'} queued again.")
 
@@ -119,7 +119,7 @@ def webhooks_recover():
 @bp.post("/webhooks/deliveries/<delivery_id>/redeliver")
 @admin_required
 def webhooks_redeliver(delivery_id: str):
-    delivery = redeliver(current_user.institution_id, delivery_id)
+    delivery = redeliver(g.scope, delivery_id)
     audit("webhook.redeliver", delivery.id, status=202)
     return _log_response(f"Delivery {delivery.id} queued again.")
 
@@ -143,5 +143,5 @@ def webhooks_log():
 @bp.get("/webhooks/deliveries/<delivery_id>")
 @admin_required
 def webhooks_delivery(delivery_id: str):
-    delivery, attempts = get_delivery_with_attempts(current_user.institution_id, delivery_id)
+    delivery, attempts = get_delivery_with_attempts(g.scope, delivery_id)
     return render_page("webhooks/delivery.html", delivery=delivery, attempts=attempts)

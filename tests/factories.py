@@ -6,10 +6,12 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 from core.extensions import db
-from core.institutions import create_institution, create_user, pipeline
+from core.institutions import create_institution, pipeline
 from core.keys import create_api_key
 from core.models import Applicant, Application, Cycle, Payment, Program, utcnow
+from core.scoping import InstitutionScope
 from core.text import applicant_search_text
+from core.users import create_user
 
 _counter = itertools.count(1)
 
@@ -31,17 +33,17 @@ class Factory:
 
     def api_key(self, institution, name: str = "test"):
         with self.app.app_context():
-            key, raw_key = create_api_key(institution.id, name=name)
+            key, raw_key = create_api_key(InstitutionScope(institution.id), name=name)
             return _detached(key), raw_key
 
     def user(self, institution, role: str = "staff", email: str | None = None, password: str = "correct-horse-1"):
         with self.app.app_context():
             email = email or f"user{next(_counter)}@example.ac.rw"
-            return _detached(create_user(institution.id, email, password, role=role))
+            return _detached(create_user(InstitutionScope(institution.id), email, password, role=role))
 
     def stages(self, institution) -> list[str]:
         with self.app.app_context():
-            return [stage.key for stage in pipeline(institution.id)]
+            return [stage.key for stage in pipeline(InstitutionScope(institution.id))]
 
     def program(self, institution, name: str | None = None, fee: str = "50000", currency: str = "RWF"):
         with self.app.app_context():

@@ -161,6 +161,7 @@ def main() -> None:
     from core import events
     from core.extensions import db
     from core.institutions import create_institution
+    from core.scoping import InstitutionScope
     from core.webhooks.endpoints import save_endpoint
     from wsgi import create_app
 
@@ -171,7 +172,7 @@ def main() -> None:
         with app.app_context():
             upgrade(directory=str(ROOT / "migrations"))
             institution = create_institution(f"Bench University {time.time_ns()}")
-            save_endpoint(institution.id, f"https://127.0.0.1:{receiver.port}/hooks")
+            save_endpoint(InstitutionScope(institution.id), f"https://127.0.0.1:{receiver.port}/hooks")
 
             print(f"Webhook delivery benchmark ({db.engine.dialect.name}, {os.cpu_count()} cores shared "
                   f"with the receiver and other work on this machine)")
@@ -180,7 +181,7 @@ def main() -> None:
 
             started = time.perf_counter()
             for _ in range(args.events):
-                events.emit_webhook_test(institution.id)
+                events.emit_webhook_test(InstitutionScope(institution.id))
                 db.session.commit()
             emit_rate = args.events / (time.perf_counter() - started)
             print(f"events emitted (one commit each): {emit_rate:8.1f} events/s")
@@ -197,7 +198,7 @@ def main() -> None:
             time.sleep(3)  # let the worker start and go idle
             latencies = []
             for _ in range(args.samples):
-                event = events.emit_webhook_test(institution.id)
+                event = events.emit_webhook_test(InstitutionScope(institution.id))
                 committed_at = time.time()
                 db.session.commit()
                 event_id, arrived_at = receiver.collect(1, timeout=30)[0]

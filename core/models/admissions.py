@@ -14,7 +14,6 @@ from core.models.base import Base, new_id, utcnow
 DECISION_NONE = "none"
 DECISIONS = ("none", "accepted", "waitlisted", "rejected", "deferred")
 PAYMENT_COMPLETED = "completed"
-PAYMENT_STATUSES = ("pending", "completed", "failed")
 PAYMENT_PROCESSORS = ("mpesa", "flutterwave")
 
 cycle_programs = Table(

@@ -10,7 +10,6 @@ from sqlalchemy.orm import Mapped, mapped_column
 from core.models.base import Base, new_id, utcnow
 
 INSTITUTION_ACTIVE = "active"
-INSTITUTION_DISABLED = "disabled"
 ROLE_ADMIN = "admin"
 ROLE_STAFF = "staff"
 ROLES = (ROLE_ADMIN, ROLE_STAFF)

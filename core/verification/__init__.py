@@ -6,10 +6,10 @@ The functions the API and the portal use:
 - `validate_request(body) -> (registry, fields)`: raises InvalidInput with `fields=[{field, message}]`.
 - `verify(principal, body, idempotency_key) -> VerificationResult`: raises RecordNotFound (404),
   ServiceUnavailable (503) or InvalidInput (400).
-- `usage_by_month(institution_id)` and `usage_csv(institution_id, month=None)`: billed usage for the portal.
+- `usage_by_month(scope)` and `usage_csv(scope, month=None)`: billed usage for the portal.
 """
 from core.verification.billing import usage_by_month, usage_csv  # noqa: F401
-from core.verification.registries import REGISTRIES, get_registry  # noqa: F401
+from core.verification.registries import REGISTRIES  # noqa: F401
 from core.verification.service import (  # noqa: F401
     RecordNotFound, VerificationResult, list_issuers, verify,
 )

@@ -4,7 +4,7 @@ Any identifiers not listed here get 404 with the trial key. Summary figures are 
 """
 from __future__ import annotations
 
-from core.verification.records import (
+from core.verification.exam_records import (
     RESULT_CANCELLED, RESULT_WITHHELD, ExamRecord, build_record, lookup_key, record_key,
 )
 

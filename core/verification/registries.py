@@ -134,7 +134,3 @@ CANDIDATE_NAME_FIELDS = frozenset({
     "name", "full_name", "fullname", "first_name", "last_name", "middle_name", "other_names", "surname",
     "given_name", "family_name", "candidate", "candidate_name",
 })
-
-
-def get_registry(code: str) -> Registry | None:
-    return REGISTRIES.get(code)

@@ -10,15 +10,15 @@ from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
 
-from flask import current_app
-
+from core.config import settings
 from core.errors import NotFound, ServiceUnavailable
 from core.extensions import db
+from core.scoping import InstitutionScope
 from core.verification import idempotency
 from core.verification.adapters import ADAPTERS, RegistryAdapter, RegistryAnswer, RegistryUnavailable
 from core.verification.billing import add_charge, agreement_price, identifiers_hash
 from core.verification.demo import demo_requests, find_demo_record
-from core.verification.records import OUTCOME_NOT_FOUND
+from core.verification.exam_records import OUTCOME_NOT_FOUND
 from core.verification.registries import REGISTRIES, Registry
 from core.verification.settings import VerificationSettings
 from core.verification.validation import validate_request
@@ -65,7 +65,7 @@ def list_issuers(include_demo: bool = False) -> list[dict]:
 
 
 def current_settings() -> VerificationSettings:
-    return VerificationSettings.from_config(current_app.config, REGISTRIES)
+    return VerificationSettings.from_settings(settings(), REGISTRIES)
 
 
 def verify(principal, body: object, idempotency_key: str | None = None,
@@ -119,8 +119,9 @@ def _live_answer(principal, registry: Registry, identifiers: dict[str, str], set
             idempotency.release(claimed)
         raise RegistryUnavailableError(registry, _billing(
             charged=False, amount=Decimal(0), currency=_currency_of(principal, settings))) from None
-    price = agreement_price(principal.institution_id, settings.default_price, settings.default_currency)
-    add_charge(institution_id=principal.institution_id, api_key_id=principal.key_id, actor=principal.actor,
+    scope = InstitutionScope(principal.institution_id)
+    price = agreement_price(scope, settings.default_price, settings.default_currency)
+    add_charge(scope=scope, api_key_id=principal.key_id, actor=principal.actor,
                issuer=registry.code, level=identifiers[registry.level_field], outcome=answer.outcome,
                price=price, identifiers_digest=identifiers_hash(settings.hash_key, registry.code, identifiers))
     billing = _billing(charged=True, amount=price.amount, currency=price.currency)
@@ -130,7 +131,9 @@ def _live_answer(principal, registry: Registry, identifiers: dict[str, str], set
 
 
 def _currency_of(principal, settings: VerificationSettings) -> str:
-    return agreement_price(principal.institution_id, settings.default_price, settings.default_currency).currency
+    price = agreement_price(InstitutionScope(principal.institution_id), settings.default_price,
+                            settings.default_currency)
+    return price.currency
 
 
 def _billing(*, charged: bool, amount: Decimal, currency: str) -> dict:

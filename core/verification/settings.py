@@ -1,4 +1,4 @@
-"""Verification settings, read from the Flask config (keys documented in core/config.py)."""
+"""Verification settings, built from the typed `core.config.Settings` (documented in core/config.py)."""
 from __future__ import annotations
 
 import hashlib
@@ -17,18 +17,19 @@ class VerificationSettings:
     hash_key: bytes
 
     @classmethod
-    def from_config(cls, config, registry_codes) -> "VerificationSettings":
-        connect, read = float(config["REGISTRY_CONNECT_TIMEOUT"]), float(config["REGISTRY_READ_TIMEOUT"])
+    def from_settings(cls, settings, registry_codes) -> "VerificationSettings":
+        connect, read = float(settings.REGISTRY_CONNECT_TIMEOUT), float(settings.REGISTRY_READ_TIMEOUT)
         endpoints = {
-            code: RegistryEndpoint(base_url=config[f"REGISTRY_{code}_URL"], token=config[f"REGISTRY_{code}_TOKEN"],
+            code: RegistryEndpoint(base_url=getattr(settings, f"REGISTRY_{code}_URL"),
+                                   token=getattr(settings, f"REGISTRY_{code}_TOKEN"),
                                    connect_timeout=connect, read_timeout=read)
             for code in registry_codes
         }
         return cls(
             endpoints=endpoints,
-            default_price=Decimal(str(config["VERIFICATION_DEFAULT_PRICE"])),
-            default_currency=str(config["VERIFICATION_DEFAULT_CURRENCY"]),
-            hash_key=hash_key(config.get("VERIFICATION_HASH_KEY", ""), config["SECRET_KEY"]),
+            default_price=Decimal(str(settings.VERIFICATION_DEFAULT_PRICE)),
+            default_currency=str(settings.VERIFICATION_DEFAULT_CURRENCY),
+            hash_key=hash_key(settings.VERIFICATION_HASH_KEY or "", settings.SECRET_KEY),
         )
 
 

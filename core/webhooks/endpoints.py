@@ -6,7 +6,6 @@ from sqlalchemy import update
 
 from core.errors import InvalidInput, NotFound
 from core.extensions import db
-from core.models import Institution
 from core.models.webhooks import SENDABLE_STATUSES, WebhookDelivery, WebhookEndpoint
 from core.scoping import InstitutionScope
 from core.webhooks.runtime import runtime, transport_settings
@@ -23,14 +22,13 @@ SUBSCRIBABLE_EVENT_TYPES = (
 TEST_EVENT_TYPE = "webhook.test"
 
 
-def get_endpoint(institution_id: str) -> WebhookEndpoint | None:
+def get_endpoint(scope: InstitutionScope) -> WebhookEndpoint | None:
     """The institution's endpoint, or None when it has not configured one."""
-    scope = InstitutionScope(institution_id)
     return db.session.scalars(scope.select(WebhookEndpoint)).one_or_none()
 
 
-def require_endpoint(institution_id: str) -> WebhookEndpoint:
-    endpoint = get_endpoint(institution_id)
+def require_endpoint(scope: InstitutionScope) -> WebhookEndpoint:
+    endpoint = get_endpoint(scope)
     if endpoint is None:
         raise NotFound("No webhook endpoint is configured for this institution")
     return endpoint
@@ -67,18 +65,17 @@ def validate_url(url) -> str:
     return url.strip()
 
 
-def save_endpoint(institution_id: str, url: str, events=None, include_name: bool | None = None
+def save_endpoint(scope: InstitutionScope, url: str, events=None, include_name: bool | None = None
                   ) -> tuple[WebhookEndpoint, str | None]:
     """Create or update the endpoint. Returns (endpoint, new signing secret or None).
 
     A secret is made only when the endpoint is first created; `events` None keeps the current
     subscription (all types for a new endpoint), `include_name` None keeps the current option (off).
     """
-    institution = db.session.get(Institution, institution_id)
-    if institution is None:
+    if scope.institution() is None:
         raise NotFound("Institution not found")
     clean_url = validate_url(url)
-    endpoint = get_endpoint(institution_id)
+    endpoint = get_endpoint(scope)
     event_types = validate_event_types(events) if events is not None else None
     if include_name is not None and not isinstance(include_name, bool):
         raise InvalidInput("include_name must be true or false", field="include_name")
@@ -86,7 +83,7 @@ def save_endpoint(institution_id: str, url: str, events=None, include_name: bool
     if endpoint is None:
         new_secret = generate_secret()
         endpoint = WebhookEndpoint(
-            institution_id=institution_id,
+            institution_id=scope.institution_id,
             url=clean_url,
             event_types=event_types or list(SUBSCRIBABLE_EVENT_TYPES),
             include_applicant_name=bool(include_name),
@@ -106,10 +103,10 @@ def save_endpoint(institution_id: str, url: str, events=None, include_name: bool
     return endpoint, new_secret
 
 
-def rotate_secret(institution_id: str) -> str:
+def rotate_secret(scope: InstitutionScope) -> str:
     """Replace the signing secret; the old one is useless from this commit on (every later attempt,
     including retries of older deliveries, is signed with the new one)."""
-    endpoint = require_endpoint(institution_id)
+    endpoint = require_endpoint(scope)
     secret = generate_secret()
     endpoint.secret_ciphertext = runtime.secret_box().encrypt(secret)
     endpoint.secret_rotated_at = runtime.clock.now()
@@ -121,10 +118,10 @@ def signing_secret(endpoint: WebhookEndpoint) -> str:
     return runtime.secret_box().decrypt(endpoint.secret_ciphertext)
 
 
-def enable_endpoint(institution_id: str) -> WebhookEndpoint:
+def enable_endpoint(scope: InstitutionScope) -> WebhookEndpoint:
     """Re-enable a disabled endpoint and reset its consecutive failure count. Deliveries skipped while it
     was disabled stay `endpoint_disabled` until recovered."""
-    endpoint = require_endpoint(institution_id)
+    endpoint = require_endpoint(scope)
     endpoint.enabled = True
     endpoint.consecutive_failures = 0
     endpoint.disabled_at = None

@@ -27,14 +27,13 @@ class DeliveryPage:
     next_before: str | None  # pass as `before` for the next (older) page; None on the last page
 
 
-def list_deliveries(institution_id: str, status: str | None = None, *, limit: int = 50,
+def list_deliveries(scope: InstitutionScope, status: str | None = None, *, limit: int = 50,
                     before: str | None = None) -> DeliveryPage:
     """Deliveries of the institution, newest first, optionally only those with `status`."""
     if status is not None and status not in DELIVERY_STATUSES:
         raise InvalidInput(f"status must be one of: {', '.join(DELIVERY_STATUSES)}", field="status")
     if not isinstance(limit, int) or not 1 <= limit <= MAX_LOG_LIMIT:
         raise InvalidInput(f"limit must be between 1 and {MAX_LOG_LIMIT}", field="limit")
-    scope = InstitutionScope(institution_id)
     query = scope.select(WebhookDelivery)
     if status is not None:
         query = query.where(WebhookDelivery.status == status)
@@ -54,27 +53,27 @@ def list_deliveries(institution_id: str, status: str | None = None, *, limit: in
     return DeliveryPage(rows, rows[-1].id if has_more else None)
 
 
-def get_delivery_with_attempts(institution_id: str, delivery_id: str
+def get_delivery_with_attempts(scope: InstitutionScope, delivery_id: str
                                ) -> tuple[WebhookDelivery, list[WebhookAttempt]]:
     """One delivery of the institution and its attempts, oldest first. NotFound for a foreign id."""
-    delivery = InstitutionScope(institution_id).require(WebhookDelivery, delivery_id, what="Delivery")
+    delivery = scope.require(WebhookDelivery, delivery_id, what="Delivery")
     attempts = list(db.session.scalars(
         select(WebhookAttempt).where(WebhookAttempt.delivery_id == delivery.id).order_by(WebhookAttempt.number)
     ))
     return delivery, attempts
 
 
-def _require_enabled_endpoint(institution_id: str):
-    endpoint = require_endpoint(institution_id)
+def _require_enabled_endpoint(scope: InstitutionScope):
+    endpoint = require_endpoint(scope)
     if not endpoint.enabled:
         raise Conflict("The webhook endpoint is disabled; re-enable it first")
     return endpoint
 
 
-def redeliver(institution_id: str, delivery_id: str) -> WebhookDelivery:
+def redeliver(scope: InstitutionScope, delivery_id: str) -> WebhookDelivery:
     """Queue one more attempt of a delivery now, whatever its status (a delivered one is sent again)."""
-    _require_enabled_endpoint(institution_id)
-    delivery = InstitutionScope(institution_id).require(WebhookDelivery, delivery_id, what="Delivery")
+    _require_enabled_endpoint(scope)
+    delivery = scope.require(WebhookDelivery, delivery_id, what="Delivery")
     if delivery.lease_expires_at is not None and delivery.lease_expires_at > runtime.clock.now():
         raise Conflict("The delivery is being attempted right now")
     _make_due(delivery)
@@ -82,14 +81,14 @@ def redeliver(institution_id: str, delivery_id: str) -> WebhookDelivery:
     return delivery
 
 
-def recover_since(institution_id: str, since: datetime) -> int:
+def recover_since(scope: InstitutionScope, since: datetime) -> int:
     """Queue again every delivery created since `since` that failed, died or was skipped while the
     endpoint was disabled. Returns how many were queued."""
     if not isinstance(since, datetime):
         raise InvalidInput("since must be a date and time", field="since")
-    _require_enabled_endpoint(institution_id)
+    _require_enabled_endpoint(scope)
     deliveries = list(db.session.scalars(
-        InstitutionScope(institution_id).select(WebhookDelivery)
+        scope.select(WebhookDelivery)
         .where(WebhookDelivery.status.in_(RECOVERABLE_STATUSES), WebhookDelivery.created_at >= since)
         .order_by(WebhookDelivery.created_at)
     ))
@@ -107,10 +106,10 @@ def _make_due(delivery: WebhookDelivery) -> None:
     drain_after_commit()
 
 
-def send_test_ping(institution_id: str) -> WebhookDelivery:
+def send_test_ping(scope: InstitutionScope) -> WebhookDelivery:
     """Queue a `webhook.test` event to the configured URL (always delivered, whatever the subscription)."""
-    _require_enabled_endpoint(institution_id)
-    event = emit_webhook_test(institution_id)
+    _require_enabled_endpoint(scope)
+    event = emit_webhook_test(scope)
     db.session.commit()
     return db.session.scalars(select(WebhookDelivery).where(WebhookDelivery.event_id == event.id)).one()
 

@@ -17,6 +17,7 @@ from core.extensions import db, redis_connection
 from core.models import Event, new_id
 from core.models.webhooks import WebhookDelivery
 from core.queue import enqueue
+from core.scoping import InstitutionScope
 from core.webhooks.endpoints import TEST_EVENT_TYPE, get_endpoint
 from core.webhooks.runtime import runtime
 
@@ -72,7 +73,7 @@ def _endpoint_in_this_transaction(institution_id: str):
     cache = db.session().info.setdefault(_ENDPOINTS, {})
     if institution_id not in cache:
         with db.session.no_autoflush:
-            cache[institution_id] = get_endpoint(institution_id)
+            cache[institution_id] = get_endpoint(InstitutionScope(institution_id))
     return cache[institution_id]
 
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from flask import current_app
-
+from core.config import settings
 from core.webhooks.schedule import Clock, SystemClock
 from core.webhooks.signing import SecretBox
 from core.webhooks.transport import Transport, TransportSettings
@@ -43,7 +42,7 @@ class Runtime:
         return self._senders
 
     def secret_box(self) -> SecretBox:
-        secret_key = current_app.config["SECRET_KEY"]
+        secret_key = settings().SECRET_KEY
         box = self._boxes.get(secret_key)
         if box is None:
             box = self._boxes[secret_key] = SecretBox(secret_key)
@@ -51,11 +50,11 @@ class Runtime:
 
 
 def transport_settings() -> TransportSettings:
-    config = current_app.config
+    config = settings()
     return TransportSettings(
-        allow_private=bool(config.get("WEBHOOK_ALLOW_PRIVATE_TARGETS")),
-        allow_http=bool(config.get("WEBHOOK_ALLOW_HTTP")),
-        ca_bundle=config.get("WEBHOOK_CA_BUNDLE") or None,
+        allow_private=bool(config.WEBHOOK_ALLOW_PRIVATE_TARGETS),
+        allow_http=bool(config.WEBHOOK_ALLOW_HTTP),
+        ca_bundle=config.WEBHOOK_CA_BUNDLE or None,
     )
 
 

@@ -54,7 +54,6 @@ EXTRA_BLOCKED_NETWORKS = tuple(
 
 # IPv6 ranges that embed an IPv4 address: the embedded address decides.
 NAT64_NETWORKS = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
-SIX_TO_FOUR = ipaddress.ip_network("2002::/16")
 IPV4_TRANSLATED = ipaddress.ip_network("::ffff:0:0:0/96")
 IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
 

@@ -14,6 +14,7 @@ from sqlalchemy import select
 from core.extensions import db
 from core.models import AuditLog, Event
 from core.models.webhooks import WebhookDelivery
+from core.scoping import InstitutionScope
 from core.webhooks.endpoints import save_endpoint
 from tests.webhooks.conftest import RECEIVER_HOST, clock, engine, receiver, resolver, run_worker  # noqa: F401
 from tests.webhooks.independent_verifier import verify
@@ -41,7 +42,7 @@ def client(sources):
 def subscribe(app, institution, receiver, **options) -> str:  # noqa: F811
     """Give the institution a webhook endpoint at the local receiver; returns its signing secret."""
     with app.app_context():
-        _, secret = save_endpoint(institution.id, receiver.url(RECEIVER_HOST), **options)
+        _, secret = save_endpoint(InstitutionScope(institution.id), receiver.url(RECEIVER_HOST), **options)
         return secret
 
 

@@ -10,6 +10,7 @@ from core.applying import ApplicantFields, submit_application
 from core.errors import InvalidInput
 from core.extensions import db
 from core.models import Applicant, Application, Event, Institution, Stage, utcnow
+from core.scoping import InstitutionScope
 from core.timefmt import isoformat_z
 from tests.event_sources.conftest import (
     assert_written_and_delivered, audit_rows, csrf_token, events_of, subscribe,
@@ -196,7 +197,7 @@ def test_staff_submission_is_marked_and_emitted(sources, factory, receiver):
     secret = subscribe(sources, institution, receiver)
     cycle, program, other = open_cycle_with_programs(factory, institution)
     with sources.app_context():
-        application = submit_application(institution.id, program.id, cycle.id,
+        application = submit_application(InstitutionScope(institution.id), program.id, cycle.id,
                                          ApplicantFields("Jean", "Mugisha", "jean@example.com"),
                                          submitted_by_staff=True)
         assert application.applicant.phone is None
@@ -207,7 +208,7 @@ def test_staff_submission_is_marked_and_emitted(sources, factory, receiver):
             "submitted_by_staff": True, "applicant": None,
         }
         with pytest.raises(InvalidInput) as refused:
-            submit_application(institution.id, other.id, cycle.id,
+            submit_application(InstitutionScope(institution.id), other.id, cycle.id,
                                ApplicantFields("Jean", "Mugisha", "jean@example.com"), submitted_by_staff=True)
         assert refused.value.extra == {"field": "program_id"}
     assert_written_and_delivered(sources, institution, "application.submitted", expected, secret, receiver)

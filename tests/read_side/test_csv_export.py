@@ -7,9 +7,24 @@ from decimal import Decimal
 import pytest
 
 from core import csv_export
-from core.csv_export import csv_cell, iter_csv, render_csv
+from core.csv_export import csv_cell, iter_csv
 
 COLUMNS = ["id", "personal.first_name", "personal.last_name", "application.enrolled", "payment.amount"]
+
+
+def dotted_value(record, column: str):
+    """``record["a"]["b"]`` for column ``a.b``; None when any level is missing."""
+    value = record
+    for part in column.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
+def render_csv(records, columns) -> str:
+    """Nested records as a whole CSV document through the product's row writer (`iter_csv`)."""
+    return "".join(iter_csv(([dotted_value(record, column) for column in columns] for record in records), columns))
 
 
 def parse(text: str) -> list[list[str]]:

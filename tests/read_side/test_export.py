@@ -17,7 +17,7 @@ from core.csv_export import export_applications_csv
 from core.extensions import db
 from core.listing import parse_application_query
 from core.models import Applicant, Application
-from core.records import RECORD_COLUMNS
+from core.partner_records import RECORD_COLUMNS
 from core.scoping import InstitutionScope
 from tests.read_side.conftest import parse_csv
 

@@ -8,7 +8,7 @@ from sqlalchemy import select
 
 from core.extensions import db
 from core.models import VerificationCharge
-from core.verification.records import RESULT_AUTHENTIC
+from core.verification.exam_records import RESULT_AUTHENTIC
 from devtools.simulated_records import SIMULATED_RECORDS
 from tests.conftest import auth_header
 from tests.foundation.test_auth import oidc  # noqa: F401  (fixture)

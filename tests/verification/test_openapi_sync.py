@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from api.openapi import openapi_document
-from core.verification.schema import request_schemas
+from tests.verification.request_schemas import request_schemas
 
 
 def test_request_schemas_match_the_registry_definitions():

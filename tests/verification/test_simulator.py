@@ -9,7 +9,7 @@ import pytest
 import requests
 
 from core.verification.adapters import ADAPTERS, RegistryEndpoint, RegistryUnavailable
-from core.verification.records import OUTCOME_NOT_FOUND
+from core.verification.exam_records import OUTCOME_NOT_FOUND
 from devtools.simulated_records import SIMULATED_RECORDS
 from tests.simulators import TOKENS
 

@@ -12,6 +12,7 @@ from sqlalchemy import update
 from core.errors import InvalidInput
 from core.extensions import db
 from core.models import VerificationCharge
+from core.scoping import InstitutionScope
 from core.verification import usage_by_month, usage_csv
 from devtools.simulated_records import SIMULATED_RECORDS
 from tests.conftest import auth_header
@@ -38,14 +39,14 @@ def test_usage_by_month_and_issuer(app, client, factory, live_registries, billed
     lookup(client, other_key, BY_REGISTRY["UNEB"][0])
     lookup(client, "sk_trial_demo", BY_REGISTRY["UNEB"][0])
     with app.app_context():
-        usage = usage_by_month(institution.id)
+        usage = usage_by_month(InstitutionScope(institution.id))
         current = usage[0]["month"]
         assert usage == [
             {"month": current, "issuer": "KNEC", "lookups": 2, "amount": Decimal("5.50"), "currency": "EUR"},
             {"month": current, "issuer": "NESA", "lookups": 2, "amount": Decimal("5.50"), "currency": "EUR"},
             {"month": "2026-01", "issuer": "NESA", "lookups": 1, "amount": Decimal("2.75"), "currency": "EUR"},
         ]
-        assert [row["issuer"] for row in usage_by_month(other.id)] == ["UNEB"]
+        assert [row["issuer"] for row in usage_by_month(InstitutionScope(other.id))] == ["UNEB"]
 
 
 def test_usage_csv_lists_every_billed_lookup_newest_first(app, client, live_registries, billed_institution):
@@ -54,14 +55,15 @@ def test_usage_csv_lists_every_billed_lookup_newest_first(app, client, live_regi
     post_json(client, "/api/v1/verifications",
               {"issuer": "KNEC", "index_number": "00000000001", "year": "2022", "examination": "KCSE"},
               auth_header(raw_key))
+    scope = InstitutionScope(institution.id)
     with app.app_context():
-        rows = list(csv.DictReader(io.StringIO("".join(usage_csv(institution.id)))))
-        month = usage_by_month(institution.id)[0]["month"]
-        assert len(list(csv.reader(io.StringIO("".join(usage_csv(institution.id, month=month)))))) == 3
-        assert list(usage_csv(institution.id, month="2020-01")) == [
+        rows = list(csv.DictReader(io.StringIO("".join(usage_csv(scope)))))
+        month = usage_by_month(scope)[0]["month"]
+        assert len(list(csv.reader(io.StringIO("".join(usage_csv(scope, month=month)))))) == 3
+        assert list(usage_csv(scope, month="2020-01")) == [
             "id,created_at,issuer,level,outcome,amount,currency,api_key_id,actor\r\n"]
         with pytest.raises(InvalidInput, match="month must be YYYY-MM"):
-            list(usage_csv(institution.id, month="2026-13"))
+            list(usage_csv(scope, month="2026-13"))
     assert [(row["issuer"], row["outcome"], row["amount"], row["currency"]) for row in rows] == [
         ("KNEC", "not_found", "2.75", "EUR"), ("UNEB", "authentic", "2.75", "EUR")]
     assert all(row["created_at"].endswith("Z") and row["actor"].startswith("sk_live_") for row in rows)

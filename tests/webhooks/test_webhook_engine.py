@@ -15,6 +15,7 @@ from core.errors import Conflict, InvalidInput, NotFound
 from core.extensions import db
 from core.models import Application, Decision, Event, Payment, utcnow
 from core.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookEndpoint
+from core.scoping import InstitutionScope
 from core.webhooks.delivery import LEASE, claim_due, drain_due_deliveries
 from core.webhooks.endpoints import enable_endpoint, get_endpoint, rotate_secret, save_endpoint
 from core.webhooks.log import (
@@ -27,7 +28,8 @@ from tests.webhooks.independent_verifier import Rejected, verify
 
 def configure(app, institution, receiver, **options) -> str | None:
     with app.app_context():
-        _, secret = save_endpoint(institution.id, options.pop("url", receiver.url(RECEIVER_HOST)), **options)
+        url = options.pop("url", receiver.url(RECEIVER_HOST))
+        _, secret = save_endpoint(InstitutionScope(institution.id), url, **options)
         return secret
 
 
@@ -35,7 +37,7 @@ def emit(app, kind: str, institution, factory=None, **fields):
     """Emit one event of `kind` the way a product path does (change + event in one commit)."""
     with app.app_context():
         if kind == "webhook.test":
-            event = events.emit_webhook_test(institution.id)
+            event = events.emit_webhook_test(InstitutionScope(institution.id))
         elif kind.startswith("application."):
             application = db.session.get(Application, fields["application"].id)
             event = (events.emit_application_submitted if kind.endswith("submitted")
@@ -83,7 +85,7 @@ def delivery_for(app, event_id: str) -> WebhookDelivery:
 
 def endpoint_of(app, institution) -> WebhookEndpoint:
     with app.app_context():
-        endpoint = get_endpoint(institution.id)
+        endpoint = get_endpoint(InstitutionScope(institution.id))
         db.session.expunge(endpoint)
         return endpoint
 
@@ -113,17 +115,17 @@ def test_secret_shown_once_stored_encrypted_and_settings_updated(engine, factory
 def test_save_refuses_unsafe_urls_with_the_reason(engine, factory, url, reason):
     institution = factory.institution()
     with engine.app_context(), pytest.raises(InvalidInput) as refused:
-        save_endpoint(institution.id, url)
+        save_endpoint(InstitutionScope(institution.id), url)
     assert reason in refused.value.message and refused.value.extra == {"field": "url"}
     with engine.app_context():
-        assert get_endpoint(institution.id) is None
+        assert get_endpoint(InstitutionScope(institution.id)) is None
 
 
 def test_save_refuses_private_targets_unless_allowed(app, factory, resolver, monkeypatch):
     monkeypatch.setitem(app.config, "WEBHOOK_ALLOW_PRIVATE_TARGETS", False)
     institution = factory.institution()
     with app.app_context(), pytest.raises(InvalidInput, match="127.0.0.1 is a loopback address"):
-        save_endpoint(institution.id, f"https://{RECEIVER_HOST}/hooks")
+        save_endpoint(InstitutionScope(institution.id), f"https://{RECEIVER_HOST}/hooks")
 
 
 def test_event_type_validation(engine, factory, receiver):
@@ -131,12 +133,12 @@ def test_event_type_validation(engine, factory, receiver):
     for bad, message in ([["payment.refunded"], "unknown event type 'payment.refunded'"],
                          [["webhook.test"], "always delivered"], [[], "at least one"]):
         with engine.app_context(), pytest.raises(InvalidInput, match=message):
-            save_endpoint(institution.id, receiver.url(RECEIVER_HOST), events=bad)
+            save_endpoint(InstitutionScope(institution.id), receiver.url(RECEIVER_HOST), events=bad)
 
 
 def test_unknown_institution_is_not_found(engine, receiver):
     with engine.app_context(), pytest.raises(NotFound):
-        save_endpoint("ins_missing", receiver.url(RECEIVER_HOST))
+        save_endpoint(InstitutionScope("ins_missing"), receiver.url(RECEIVER_HOST))
 
 
 # --- outbox -------------------------------------------------------------------------------------------------
@@ -146,7 +148,7 @@ def test_event_and_delivery_commit_together_and_the_job_is_queued_after_commit(e
     institution = factory.institution()
     configure(engine, institution, receiver)
     with engine.app_context():
-        event = events.emit_webhook_test(institution.id)
+        event = events.emit_webhook_test(InstitutionScope(institution.id))
         db.session.flush()
         assert queued_jobs(engine) == 0  # nothing queued before commit
         db.session.rollback()
@@ -214,7 +216,7 @@ def test_rotate_kills_the_old_secret_at_once(engine, factory, receiver, clock):
     emit(engine, "webhook.test", institution)
     run_worker(engine)
     with engine.app_context():
-        new = rotate_secret(institution.id)
+        new = rotate_secret(InstitutionScope(institution.id))
     assert new != old and new.startswith("whsec_")
     receiver.behaviour.status = 200
     clock.advance(timedelta(minutes=1))
@@ -308,7 +310,7 @@ def test_whole_schedule_with_a_controllable_clock_then_dead(engine, factory, rec
     [delivery] = deliveries(engine, institution)
     assert (delivery.status, delivery.attempts, delivery.next_attempt_at) == ("dead", 8, None)
     with engine.app_context():
-        _, attempts = get_delivery_with_attempts(institution.id, delivery.id)
+        _, attempts = get_delivery_with_attempts(InstitutionScope(institution.id), delivery.id)
     times = [a.attempted_at - start for a in attempts]
     assert times == [timedelta(0), timedelta(minutes=1), timedelta(minutes=6), timedelta(minutes=36),
                      timedelta(hours=2, minutes=36), timedelta(hours=14, minutes=36),
@@ -344,10 +346,10 @@ def test_disabled_at_exactly_twenty_consecutive_failures_then_nothing_is_sent(en
     assert len(receiver.requests) == 20
     assert delivery_for(engine, skipped).status == "endpoint_disabled"
     with engine.app_context(), pytest.raises(Conflict, match="disabled"):
-        send_test_ping(institution.id)
+        send_test_ping(InstitutionScope(institution.id))
 
     with engine.app_context():
-        enable_endpoint(institution.id)
+        enable_endpoint(InstitutionScope(institution.id))
     endpoint = endpoint_of(engine, institution)
     assert (endpoint.enabled, endpoint.consecutive_failures) == (True, 0)
     receiver.behaviour.status = 200
@@ -406,7 +408,7 @@ def test_an_answer_after_ten_seconds_is_a_timeout(engine, factory, receiver):
     [delivery] = deliveries(engine, institution)
     assert (delivery.status, delivery.last_error_class) == ("retry_scheduled", "timeout")
     with engine.app_context():
-        _, [attempt] = get_delivery_with_attempts(institution.id, delivery.id)
+        _, [attempt] = get_delivery_with_attempts(InstitutionScope(institution.id), delivery.id)
     assert 9_900 <= attempt.duration_ms < 12_000
 
 
@@ -508,22 +510,23 @@ def test_log_filter_newest_first_and_pages(engine, factory, receiver, clock):
         clock.advance(timedelta(seconds=1))
     emit(engine, "webhook.test", other)
     run_worker(engine)
+    scope = InstitutionScope(institution.id)
     with engine.app_context():
-        everything = list_deliveries(institution.id).deliveries
+        everything = list_deliveries(scope).deliveries
         assert len(everything) == 5
         assert [d.created_at for d in everything] == sorted((d.created_at for d in everything), reverse=True)
-        failing = list_deliveries(institution.id, "retry_scheduled").deliveries
+        failing = list_deliveries(scope, "retry_scheduled").deliveries
         assert len(failing) == 2 and {d.last_response_code for d in failing} == {500}
-        assert len(list_deliveries(institution.id, "delivered").deliveries) == 3
-        first = list_deliveries(institution.id, limit=2)
-        second = list_deliveries(institution.id, limit=2, before=first.next_before)
-        third = list_deliveries(institution.id, limit=2, before=second.next_before)
+        assert len(list_deliveries(scope, "delivered").deliveries) == 3
+        first = list_deliveries(scope, limit=2)
+        second = list_deliveries(scope, limit=2, before=first.next_before)
+        third = list_deliveries(scope, limit=2, before=second.next_before)
         paged = [d.id for page in (first, second, third) for d in page.deliveries]
         assert paged == [d.id for d in everything] and third.next_before is None
         with pytest.raises(InvalidInput, match="status must be one of"):
-            list_deliveries(institution.id, "failed")
+            list_deliveries(scope, "failed")
         with pytest.raises(NotFound):
-            get_delivery_with_attempts(institution.id, list_deliveries(other.id).deliveries[0].id)
+            get_delivery_with_attempts(scope, list_deliveries(InstitutionScope(other.id)).deliveries[0].id)
 
 
 def test_redeliver_sends_one_delivery_again_with_the_same_event_id(engine, factory, receiver):
@@ -533,7 +536,7 @@ def test_redeliver_sends_one_delivery_again_with_the_same_event_id(engine, facto
     run_worker(engine)
     [delivery] = deliveries(engine, institution)
     with engine.app_context():
-        redeliver(institution.id, delivery.id)
+        redeliver(InstitutionScope(institution.id), delivery.id)
     run_worker(engine)
     [again] = deliveries(engine, institution)
     assert (again.status, again.attempts) == ("delivered", 2)
@@ -556,9 +559,9 @@ def test_recover_resends_failed_dead_and_skipped_since_a_time(engine, factory, r
     receiver.behaviour.status = 200
     with engine.app_context():
         with pytest.raises(Conflict):
-            recover_since(institution.id, since)
-        enable_endpoint(institution.id)
-        assert recover_since(institution.id, since) == 20
+            recover_since(InstitutionScope(institution.id), since)
+        enable_endpoint(InstitutionScope(institution.id))
+        assert recover_since(InstitutionScope(institution.id), since) == 20
     run_worker(engine)
     statuses = [d.status for d in deliveries(engine, institution)]
     assert statuses == ["endpoint_disabled"] + ["delivered"] * 20
@@ -569,7 +572,7 @@ def test_ping_queues_a_test_event(engine, factory, receiver):
     institution = factory.institution()
     configure(engine, institution, receiver, events=["payment.completed"])
     with engine.app_context():
-        delivery = send_test_ping(institution.id)
+        delivery = send_test_ping(InstitutionScope(institution.id))
         assert delivery.event_type == "webhook.test"
     run_worker(engine)
     [request] = receiver.requests
@@ -585,7 +588,7 @@ def test_attempt_log_keeps_the_first_kilobyte(engine, factory, receiver):
     run_worker(engine)
     [delivery] = deliveries(engine, institution)
     with engine.app_context():
-        _, [attempt] = get_delivery_with_attempts(institution.id, delivery.id)
+        _, [attempt] = get_delivery_with_attempts(InstitutionScope(institution.id), delivery.id)
         count = db.session.scalar(select(func.count()).select_from(WebhookAttempt))
     assert count == 1
     assert (attempt.number, attempt.response_code, attempt.error_class) == (1, 422, "http_status")
@@ -601,7 +604,7 @@ def test_a_bulk_change_emitting_many_events_looks_the_endpoint_up_once(engine, f
         sqlalchemy_event.listen(db.engine, "before_cursor_execute", listener)
         try:
             for _ in range(50):
-                events.emit_webhook_test(institution.id)
+                events.emit_webhook_test(InstitutionScope(institution.id))
             db.session.commit()
         finally:
             sqlalchemy_event.remove(db.engine, "before_cursor_execute", listener)

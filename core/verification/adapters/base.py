@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import requests
 from requests_hardened import Config, HTTPSession
 
-from core.verification.records import ExamRecord
+from core.verification.exam_records import ExamRecord
 from core.verification.registries import Registry
 
 logger = logging.getLogger(__name__)

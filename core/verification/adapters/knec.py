@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ValidationError
 
 from core.verification.adapters.base import MalformedAnswer, RegistryAdapter, RegistryAnswer, WireRequest
-from core.verification.records import OUTCOME_NOT_FOUND, ExamRecord
+from core.verification.exam_records import OUTCOME_NOT_FOUND, ExamRecord
 from core.verification.registries import KNEC
 
 RESULT_STATUSES = {"RELEASED": "authentic", "WITHHELD": "withheld", "CANCELLED": "cancelled"}

@@ -19,7 +19,7 @@ from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import fromstring
 
 from core.verification.adapters.base import MalformedAnswer, RegistryAdapter, RegistryAnswer, WireRequest, require
-from core.verification.records import OUTCOME_NOT_FOUND, ExamRecord
+from core.verification.exam_records import OUTCOME_NOT_FOUND, ExamRecord
 from core.verification.registries import UNEB
 
 STATUSES = {"FOUND": "authentic", "WITHHELD": "withheld", "CANCELLED": "cancelled"}

@@ -5,7 +5,7 @@ import pytest
 
 from core.verification import REGISTRIES, list_issuers, validate_request
 from core.verification.demo import DEMO_RECORDS, find_demo_record
-from core.verification.records import build_record, kcpe_grade, knec_summary, uneb_summary
+from core.verification.exam_records import build_record, kcpe_grade, knec_summary, uneb_summary
 from devtools.simulated_records import SIMULATED_RECORDS, find_simulated_record
 
 

@@ -1,7 +1,7 @@
 """JSON Schemas of verification request bodies, derived from the registry definitions.
 
-The OpenAPI fragment (api/openapi/verifications.yaml) holds exactly these; a test keeps them in step, so the
-document cannot drift from what validation enforces.
+The OpenAPI fragment (api/openapi/verifications.yaml) must hold exactly these: `test_openapi_sync` compares
+them, so the document cannot drift from what validation enforces.
 """
 from __future__ import annotations
 

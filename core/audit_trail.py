@@ -4,11 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import select
-
 from core.errors import InvalidInput
 from core.extensions import db
 from core.models import AuditLog
+from core.scoping import InstitutionScope
 from core.timefmt import parse_utc
 
 SOURCES = ("api", "portal")
@@ -60,8 +59,8 @@ def parse_audit_filters(args) -> AuditFilters:
                         since=dates.get("since"), until=dates.get("until"), before_id=before_id)
 
 
-def audit_page(institution_id: str, filters: AuditFilters, page_size: int = PAGE_SIZE) -> AuditPage:
-    statement = select(AuditLog).where(AuditLog.institution_id == institution_id)
+def audit_page(scope: InstitutionScope, filters: AuditFilters, page_size: int = PAGE_SIZE) -> AuditPage:
+    statement = scope.select(AuditLog)
     if filters.source:
         statement = statement.where(AuditLog.source == filters.source)
     if filters.actor:
