@@ -8,7 +8,6 @@ from flask import Blueprint, current_app, g, jsonify, request
 from api.auth import (
     add_rate_limit_headers, authenticate_request, edge_gate_passes, enforce_edge_gate, rate_limit_key,
 )
-from api.bodies import reject_nul_characters
 from api.openapi import openapi_document
 from core.audit import audit_api_request, redact_query
 from core.extensions import limiter
@@ -34,7 +33,6 @@ def _gate_api_requests():
 
 
 bp.before_request(authenticate_request)
-bp.before_request(reject_nul_characters)
 
 
 @bp.after_app_request

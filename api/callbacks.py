@@ -17,7 +17,7 @@ import time
 
 from flask import Blueprint, current_app, g, jsonify, request
 
-from api.bodies import reject_nul_characters
+from api.bodies import json_object, raw_body
 from core.audit import audit_api_request
 from core.errors import InvalidInput, NotAuthenticated, ServiceUnavailable
 from core.payments import application_id_of_reference, complete_payment
@@ -34,9 +34,6 @@ PROCESSOR_OF_ENDPOINT = {"callbacks.flutterwave_callback": "flutterwave", "callb
 @callbacks_bp.before_request
 def _start_clock():
     g.callback_started = time.perf_counter()
-
-
-callbacks_bp.before_request(reject_nul_characters)
 
 
 @callbacks_bp.after_request
@@ -65,13 +62,6 @@ def _secret(setting: str, processor: str) -> bytes:
     if not secret:
         raise ServiceUnavailable(f"{processor} callbacks are not configured on this server: set {setting}")
     return secret.encode()
-
-
-def _json_object(prefix: str) -> dict:
-    body = request.get_json(force=True, silent=True)
-    if not isinstance(body, dict):
-        raise InvalidInput("request body must be a JSON object", field=prefix or "body")
-    return body
 
 
 def _field(container: dict, name: str, path: str):
@@ -106,7 +96,7 @@ def flutterwave_callback():
         raise NotAuthenticated(f"missing {FLUTTERWAVE_SIGNATURE_HEADER} header")
     if not hmac.compare_digest(given.encode(), secret):
         raise NotAuthenticated(f"invalid {FLUTTERWAVE_SIGNATURE_HEADER} header")
-    body = _json_object("body")
+    body = json_object(require_json_content_type=False)
     event = body.get("event")
     if event != "charge.completed":
         return _ignored(f"event {event!r} is not charge.completed")
@@ -131,10 +121,10 @@ def mpesa_callback():
     given = request.headers.get(MPESA_SIGNATURE_HEADER)
     if not given:
         raise NotAuthenticated(f"missing {MPESA_SIGNATURE_HEADER} header")
-    expected = hmac.new(secret, request.get_data(cache=True), hashlib.sha256).hexdigest()
+    expected = hmac.new(secret, raw_body(), hashlib.sha256).hexdigest()
     if not hmac.compare_digest(given.strip().lower().encode(), expected.encode()):
         raise NotAuthenticated(f"invalid {MPESA_SIGNATURE_HEADER} header")
-    body = _json_object("body")
+    body = json_object(require_json_content_type=False)
     callback = body.get("Body", {}).get("stkCallback") if isinstance(body.get("Body"), dict) else None
     if not isinstance(callback, dict):
         raise InvalidInput("Body.stkCallback must be an object", field="Body.stkCallback")
