@@ -136,7 +136,8 @@ def mpesa_callback():
     if not isinstance(items, list):
         raise InvalidInput("Body.stkCallback.CallbackMetadata.Item must be a list",
                            field="Body.stkCallback.CallbackMetadata.Item")
-    values = {item.get("Name"): item.get("Value") for item in items if isinstance(item, dict)}
+    values = {item["Name"]: item.get("Value") for item in items
+              if isinstance(item, dict) and isinstance(item.get("Name"), str)}
     item_path = "Body.stkCallback.CallbackMetadata.Item"
     receipt = _field(values, "MpesaReceiptNumber", f"{item_path}.MpesaReceiptNumber")
     amount = _field(values, "Amount", f"{item_path}.Amount")
