@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import time
 
 from flask import Blueprint, current_app, g, jsonify, request
 
 from api.bodies import json_object, raw_body
-from core.audit import audit_api_request
+from core.audit import AuditEntry
 from core.errors import InvalidInput, NotAuthenticated, ServiceUnavailable
 from core.payments import application_id_of_reference, complete_payment
 
@@ -32,29 +31,10 @@ PROCESSOR_OF_ENDPOINT = {"callbacks.flutterwave_callback": "flutterwave", "callb
 
 
 @callbacks_bp.before_request
-def _start_clock():
-    g.callback_started = time.perf_counter()
-
-
-@callbacks_bp.after_request
-def _audit_callback(response):
+def _declare_audit():
     """One audit row per callback, refused ones included: who called, what it paid, how it was answered."""
-    audit_api_request(
-        source="callback",
-        request_id=g.get("request_id", ""),
-        institution_id=g.get("callback_institution_id"),
-        actor=PROCESSOR_OF_ENDPOINT.get(request.endpoint or "", "unknown"),
-        action=request.endpoint or "",
-        target=g.get("callback_target", ""),
-        method=request.method,
-        path=request.path,
-        query="",
-        status=response.status_code,
-        duration_ms=int((time.perf_counter() - g.get("callback_started", time.perf_counter())) * 1000),
-        client_ip=request.remote_addr or "",
-        user_agent=request.user_agent.string or "",
-    )
-    return response
+    g.audit = AuditEntry(source="callback", actor=PROCESSOR_OF_ENDPOINT.get(request.endpoint or "", "unknown"),
+                         action=request.endpoint or "")
 
 
 def _secret(setting: str, processor: str) -> bytes:
@@ -79,7 +59,7 @@ def _complete(processor: str, payment_id, amount, currency, reference: str, fiel
     except InvalidInput as error:
         field = field_names.get(error.extra.get("field"), error.extra.get("field"))
         raise InvalidInput(error.message, **{**error.extra, "field": field}) from None
-    g.callback_institution_id, g.callback_target = payment.institution_id, payment.id
+    g.audit.institution_id, g.audit.target = payment.institution_id, payment.id
     return jsonify({"code": 200, "result": "completed" if completed_now else "duplicate",
                     "payment_id": payment.id, "submission_id": payment.application_id})
 

@@ -53,7 +53,7 @@ def login():
                            status=422 if request.method == "POST" else 200)
     user = check_credentials(form.email.data, form.password.data)
     if user is None:
-        audit("login.failed", form.email.data.strip().lower()[:100], status=401)
+        audit("login.failed", form.email.data.strip().lower()[:100])
         form.form_errors.append("That email and password do not match an active account.")
         return render_page("auth/login.html", form=form, next_url=next_url, status=401)
     login_user(user)

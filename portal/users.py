@@ -33,7 +33,7 @@ def users_create():
         except KaribuError as error:
             form.email.errors.append(error.message)
         else:
-            audit("user.create", user.id, status=201)
+            audit("user.create", user.id)
             invited = {"user": user, "password": password}
             return render_page("users/index.html", "users/partial/invite.html", form=NewUserForm(formdata=None),
                                invited=invited, oob=is_partial_request(), users=list_users(current_user.institution_id),
