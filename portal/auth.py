@@ -9,7 +9,7 @@ from flask_login import current_user, login_user, logout_user
 from core.extensions import limiter
 from core.staff import check_credentials
 from portal import bp
-from portal.forms import LoginForm
+from portal.forms import ActionForm, LoginForm, submitted
 from portal.rendering import render_page
 from portal.security import audit, safe_next, staff_required
 
@@ -64,6 +64,7 @@ def login():
 @bp.post("/logout")
 @staff_required
 def logout():
+    submitted(ActionForm())
     audit("logout", current_user.id)
     logout_user()
     return redirect(url_for("portal.login"))

@@ -9,7 +9,7 @@ from flask_login import current_user
 from core.keys import create_api_key, list_api_keys, revoke_api_key
 from core.models import ApiKey
 from portal import bp
-from portal.forms import ApiKeyForm
+from portal.forms import ActionForm, ApiKeyForm, submitted
 from portal.rendering import is_partial_request, render_page
 from portal.security import admin_required, audit
 
@@ -46,6 +46,7 @@ def api_keys_create():
 @bp.post("/api-keys/<key_id>/revoke")
 @admin_required
 def api_keys_revoke(key_id: str):
+    submitted(ActionForm())
     key = revoke_api_key(key_id, institution_id=current_user.institution_id)
     audit("api_key.revoke", key.id)
     if is_partial_request():

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import secrets
 
-from flask import flash, redirect, request, url_for
+from flask import flash, redirect, url_for
 from flask_login import current_user
 
 from core.errors import InvalidInput, KaribuError
 from core.institutions import create_user
 from core.staff import list_users, set_active, set_role
 from portal import bp
-from portal.forms import NewUserForm
+from portal.forms import ActiveForm, NewUserForm, RoleForm, submitted
 from portal.rendering import is_partial_request, render_page
 from portal.security import admin_required, audit
 
@@ -52,7 +52,7 @@ def _respond(user, message: str):
 @bp.post("/users/<user_id>/role")
 @admin_required
 def users_role(user_id: str):
-    role = request.form.get("role", "")
+    role = submitted(RoleForm()).role.data or ""
     user = set_role(current_user.institution_id, user_id, role)
     audit("user.role", f"{user.id} -> {role}")
     return _respond(user, f"{user.email} is now {role}.")
@@ -61,7 +61,7 @@ def users_role(user_id: str):
 @bp.post("/users/<user_id>/active")
 @admin_required
 def users_active(user_id: str):
-    value = request.form.get("active", "")
+    value = submitted(ActiveForm()).active.data or ""
     if value not in ("true", "false"):
         raise InvalidInput("active must be true or false", field="active")
     if user_id == current_user.id and value == "false":
