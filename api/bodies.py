@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from itertools import accumulate
 
 from flask import current_app, request
 from werkzeug.exceptions import RequestEntityTooLarge
@@ -25,6 +26,12 @@ MAX_DEPTH = 32
 MAX_NUMBER = 2**53 - 1
 _MAX_INTEGER_DIGITS = len(str(MAX_NUMBER))
 _UNSTORABLE_CHARACTER = re.compile("[\x00\ud800-\udfff]")
+# Valid JSON holds NUL or a surrogate only as an escape (raw control characters are not JSON and strict UTF-8
+# has no surrogates): without such an escape in the text there is nothing to look for in the strings.
+_ESCAPED_NUL_OR_SURROGATE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')  # linear on valid JSON, where every string ends
+_NOT_A_BRACKET = re.compile(r"[^\[\]{}]+")
+_BRACKET_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 NOT_JSON_CONTENT_TYPE = "Request body must be JSON: send 'Content-Type: application/json'"
 EMPTY_BODY = "Request body is empty: send a JSON object"
@@ -83,24 +90,34 @@ def parse_json_object(raw: bytes) -> dict:
         raise _bad_body(f"{NOT_JSON}: {error}") from None
     if not isinstance(body, dict):
         raise _bad_body(NOT_AN_OBJECT)
-    _check_depth_and_strings(body)
+    if _too_deep(text):
+        raise _bad_body(TOO_DEEP)
+    if _ESCAPED_NUL_OR_SURROGATE.search(text):
+        _check_strings(body)
     return body
 
 
-def _check_depth_and_strings(body: dict) -> None:
-    """One iterative walk (no recursion, whatever the input): depth, then NUL and surrogates in strings."""
-    stack = [(body, 1)]
+def _too_deep(text: str) -> bool:
+    """Whether valid JSON `text` nests objects and arrays more than MAX_DEPTH deep, counted on the text at C
+    speed (strings removed, then a running sum over the brackets) rather than by walking the parsed value."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return False
+    brackets = _NOT_A_BRACKET.sub("", _JSON_STRING.sub("", text))
+    return max(accumulate(map(_BRACKET_STEP.__getitem__, brackets))) > MAX_DEPTH
+
+
+def _check_strings(body: dict) -> None:
+    """Every key and string value, walked without recursion: no NUL, no unpaired surrogate."""
+    stack: list = [body]
     while stack:
-        value, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise _bad_body(TOO_DEEP)
-        children = value.items() if isinstance(value, dict) else enumerate(value)
-        for key, child in children:
-            for text in (key, child):
-                if isinstance(text, str) and (found := _UNSTORABLE_CHARACTER.search(text)):
-                    raise _bad_body(NUL_IN_STRING if found.group() == "\x00" else SURROGATE_IN_STRING)
-            if isinstance(child, (dict, list)):
-                stack.append((child, depth + 1))
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, str) and (found := _UNSTORABLE_CHARACTER.search(value)):
+            raise _bad_body(NUL_IN_STRING if found.group() == "\x00" else SURROGATE_IN_STRING)
 
 
 def raw_body() -> bytes:
