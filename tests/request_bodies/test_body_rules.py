@@ -158,3 +158,11 @@ def test_absurd_limit_values_are_a_400(client, factory, limit):
     response = client.get("/api/v1/applications", query_string={"limit": limit}, headers=auth_header(raw_key))
     assert response.status_code == 400
     assert response.get_json()["error"] == "limit must be an integer between 1 and 1000"
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting(client, json_endpoints):
+    tricky = "[{" * 40 + '\\"[{\\\\' + "]}" * 3
+    raw = ('{"updates": [{"id": "' + tricky + '", "stage": "' + tricky + '"}]}').encode()
+    response = json_endpoints["update"].send(client, raw)
+    assert response.status_code == 400
+    assert response.get_json()["error"] == "1 of 1 updates are invalid; nothing was changed"
