@@ -26,6 +26,7 @@ def submitted(form: FlaskForm) -> FlaskForm:
 class ActionForm(FlaskForm):
     """A button that changes something and sends no fields besides its CSRF token (revoke, rotate, …)."""
 
+
 ROLE_CHOICES = [("staff", "Staff: applicants, cycles, verification"),
                 ("admin", "Admin: also API keys, webhooks and users")]
 
