@@ -47,6 +47,10 @@ def _finish_api_response(response):
     # Responses hold personal data: no shared or browser cache may keep them.
     response.headers.setdefault("Cache-Control", "no-store")
     add_rate_limit_headers(response)
+    # A request refused before `_gate_api_requests` ran (Flask-Limiter's 429) is audited too: this hook runs
+    # before the app's audit writer, which was registered earlier (after_request hooks run in reverse order).
+    if "audit" not in g:
+        g.audit = AuditEntry(source="api", action=request.endpoint or "")
     return response
 
 

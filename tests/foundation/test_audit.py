@@ -145,6 +145,19 @@ def test_only_the_audit_hook_writes_audit_rows():
     assert writers == ["wsgi.py"]
 
 
+def test_rate_limited_and_edge_refused_requests_are_audited(app, client, factory, monkeypatch):
+    _, raw_key = factory.api_key(factory.institution())
+    monkeypatch.setitem(app.config, "API_RATE_LIMIT", "1/minute")
+    statuses = [client.get("/api/v1/institution", headers=auth_header(raw_key)).status_code for _ in range(2)]
+    monkeypatch.setitem(app.config, "EDGE_SHARED_SECRET", "edge-secret")
+    statuses.append(client.get("/api/v1/institution", headers=auth_header(raw_key)).status_code)
+    assert statuses == [200, 429, 403]
+    with app.app_context():
+        rows = db.session.execute(select(AuditLog.status, AuditLog.source, AuditLog.path)
+                                  .order_by(AuditLog.id)).all()
+    assert [tuple(row) for row in rows] == [(status, "api", "/api/v1/institution") for status in statuses]
+
+
 def test_audit_survives_a_failed_request(app, client):
     client.get("/api/v1/no-such-thing")
     with app.app_context():
