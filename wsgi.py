@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import time
 import uuid
 
 from flask import Flask, g, request
@@ -17,6 +18,7 @@ from api.callbacks import CALLBACKS_PREFIX, callbacks_bp
 from api.errors import handle_api_exception
 from api.health import health_bp
 from cli import COMMANDS
+from core.audit import record_request, redact_path
 from core.config import Settings
 from core.extensions import csrf, db, limiter, login_manager, migrate
 from jobs.cli import worker_command
@@ -39,6 +41,7 @@ def create_app(overrides: dict | None = None) -> Flask:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies)
     configure_logging(app)
     register_request_id(app)
+    register_audit(app)
     register_extensions(app)
     register_blueprints(app)
     register_errorhandlers(app)
@@ -74,6 +77,30 @@ def register_request_id(app: Flask) -> None:
     @app.after_request
     def expose_request_id(response):
         response.headers[REQUEST_ID_HEADER] = g.get("request_id") or uuid.uuid4().hex
+        return response
+
+
+def register_audit(app: Flask) -> None:
+    """The one writer of audit rows: after each request that declared an `AuditEntry` in `g.audit`.
+
+    The API and the callbacks declare one for every request, the portal and public pages in the views that
+    act (see core/audit.py). Path parameters named like secrets (`<token>`, …) never reach the row.
+    """
+    @app.before_request
+    def start_clock():
+        g.request_started = time.perf_counter()
+
+    @app.after_request
+    def write_audit_row(response):
+        entry = g.pop("audit", None)
+        if entry is not None:
+            started = g.get("request_started", time.perf_counter())
+            record_request(
+                entry, status=response.status_code, request_id=g.get("request_id", ""), method=request.method,
+                path=redact_path(request.path, request.url_rule and request.url_rule.rule, request.view_args),
+                query=request.query_string.decode("latin-1"),
+                duration_ms=int((time.perf_counter() - started) * 1000),
+                client_ip=request.remote_addr or "", user_agent=request.user_agent.string or "")
         return response
 
 

@@ -1,16 +1,13 @@
 """The partner API blueprint (`/api/v1`): edge gate, rate limit, authentication, audit; routes per area."""
 from __future__ import annotations
 
-import time
-
 from flask import Blueprint, current_app, g, jsonify, request
 
 from api.auth import (
     add_rate_limit_headers, authenticate_request, edge_gate_passes, enforce_edge_gate, rate_limit_key,
 )
-from api.bodies import reject_nul_characters
 from api.openapi import openapi_document
-from core.audit import audit_api_request, redact_query
+from core.audit import AuditEntry
 from core.extensions import limiter
 from core.institutions import describe_institution
 
@@ -25,16 +22,22 @@ def _is_api_request() -> bool:
 
 @bp.before_app_request
 def _gate_api_requests():
-    """Runs for every `/api/v1…` path, matched or not: timing and the edge gate."""
+    """Runs for every `/api/v1…` path, matched or not: the audit row is declared, then the edge gate."""
     if not _is_api_request():
         return None
-    g.api_started = time.perf_counter()
+    g.audit = AuditEntry(source="api", action=request.endpoint or "")
     enforce_edge_gate()
     return None
 
 
+def _audit_as_the_principal() -> None:
+    principal = g.get("principal")  # none on public views
+    if principal is not None:
+        g.audit.actor, g.audit.institution_id = principal.actor, principal.institution_id
+
+
 bp.before_request(authenticate_request)
-bp.before_request(reject_nul_characters)
+bp.before_request(_audit_as_the_principal)
 
 
 @bp.after_app_request
@@ -44,22 +47,10 @@ def _finish_api_response(response):
     # Responses hold personal data: no shared or browser cache may keep them.
     response.headers.setdefault("Cache-Control", "no-store")
     add_rate_limit_headers(response)
-    if "api_started" in g:
-        principal = g.get("principal")
-        audit_api_request(
-            source="api",
-            request_id=g.get("request_id", ""),
-            institution_id=principal.institution_id if principal else None,
-            actor=principal.actor if principal else "anonymous",
-            action=request.endpoint or "",
-            method=request.method,
-            path=request.path,
-            query=redact_query(request.query_string.decode("latin-1")),
-            status=response.status_code,
-            duration_ms=int((time.perf_counter() - g.api_started) * 1000),
-            client_ip=request.remote_addr or "",
-            user_agent=request.user_agent.string or "",
-        )
+    # A request refused before `_gate_api_requests` ran (Flask-Limiter's 429) is audited too: this hook runs
+    # before the app's audit writer, which was registered earlier (after_request hooks run in reverse order).
+    if "audit" not in g:
+        g.audit = AuditEntry(source="api", action=request.endpoint or "")
     return response
 
 

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import time
 
 from flask import Blueprint, current_app, g, jsonify, request
 
-from api.bodies import reject_nul_characters
-from core.audit import audit_api_request
+from api.bodies import json_object, raw_body
+from core.audit import AuditEntry
 from core.errors import InvalidInput, NotAuthenticated, ServiceUnavailable
 from core.payments import application_id_of_reference, complete_payment
 
@@ -32,32 +31,10 @@ PROCESSOR_OF_ENDPOINT = {"callbacks.flutterwave_callback": "flutterwave", "callb
 
 
 @callbacks_bp.before_request
-def _start_clock():
-    g.callback_started = time.perf_counter()
-
-
-callbacks_bp.before_request(reject_nul_characters)
-
-
-@callbacks_bp.after_request
-def _audit_callback(response):
+def _declare_audit():
     """One audit row per callback, refused ones included: who called, what it paid, how it was answered."""
-    audit_api_request(
-        source="callback",
-        request_id=g.get("request_id", ""),
-        institution_id=g.get("callback_institution_id"),
-        actor=PROCESSOR_OF_ENDPOINT.get(request.endpoint or "", "unknown"),
-        action=request.endpoint or "",
-        target=g.get("callback_target", ""),
-        method=request.method,
-        path=request.path,
-        query="",
-        status=response.status_code,
-        duration_ms=int((time.perf_counter() - g.get("callback_started", time.perf_counter())) * 1000),
-        client_ip=request.remote_addr or "",
-        user_agent=request.user_agent.string or "",
-    )
-    return response
+    g.audit = AuditEntry(source="callback", actor=PROCESSOR_OF_ENDPOINT.get(request.endpoint or "", "unknown"),
+                         action=request.endpoint or "")
 
 
 def _secret(setting: str, processor: str) -> bytes:
@@ -65,13 +42,6 @@ def _secret(setting: str, processor: str) -> bytes:
     if not secret:
         raise ServiceUnavailable(f"{processor} callbacks are not configured on this server: set {setting}")
     return secret.encode()
-
-
-def _json_object(prefix: str) -> dict:
-    body = request.get_json(force=True, silent=True)
-    if not isinstance(body, dict):
-        raise InvalidInput("request body must be a JSON object", field=prefix or "body")
-    return body
 
 
 def _field(container: dict, name: str, path: str):
@@ -89,7 +59,7 @@ def _complete(processor: str, payment_id, amount, currency, reference: str, fiel
     except InvalidInput as error:
         field = field_names.get(error.extra.get("field"), error.extra.get("field"))
         raise InvalidInput(error.message, **{**error.extra, "field": field}) from None
-    g.callback_institution_id, g.callback_target = payment.institution_id, payment.id
+    g.audit.institution_id, g.audit.target = payment.institution_id, payment.id
     return jsonify({"code": 200, "result": "completed" if completed_now else "duplicate",
                     "payment_id": payment.id, "submission_id": payment.application_id})
 
@@ -106,7 +76,7 @@ def flutterwave_callback():
         raise NotAuthenticated(f"missing {FLUTTERWAVE_SIGNATURE_HEADER} header")
     if not hmac.compare_digest(given.encode(), secret):
         raise NotAuthenticated(f"invalid {FLUTTERWAVE_SIGNATURE_HEADER} header")
-    body = _json_object("body")
+    body = json_object(require_json_content_type=False)
     event = body.get("event")
     if event != "charge.completed":
         return _ignored(f"event {event!r} is not charge.completed")
@@ -131,10 +101,10 @@ def mpesa_callback():
     given = request.headers.get(MPESA_SIGNATURE_HEADER)
     if not given:
         raise NotAuthenticated(f"missing {MPESA_SIGNATURE_HEADER} header")
-    expected = hmac.new(secret, request.get_data(cache=True), hashlib.sha256).hexdigest()
+    expected = hmac.new(secret, raw_body(), hashlib.sha256).hexdigest()
     if not hmac.compare_digest(given.strip().lower().encode(), expected.encode()):
         raise NotAuthenticated(f"invalid {MPESA_SIGNATURE_HEADER} header")
-    body = _json_object("body")
+    body = json_object(require_json_content_type=False)
     callback = body.get("Body", {}).get("stkCallback") if isinstance(body.get("Body"), dict) else None
     if not isinstance(callback, dict):
         raise InvalidInput("Body.stkCallback must be an object", field="Body.stkCallback")
@@ -146,7 +116,8 @@ def mpesa_callback():
     if not isinstance(items, list):
         raise InvalidInput("Body.stkCallback.CallbackMetadata.Item must be a list",
                            field="Body.stkCallback.CallbackMetadata.Item")
-    values = {item.get("Name"): item.get("Value") for item in items if isinstance(item, dict)}
+    values = {item["Name"]: item.get("Value") for item in items
+              if isinstance(item, dict) and isinstance(item.get("Name"), str)}
     item_path = "Body.stkCallback.CallbackMetadata.Item"
     receipt = _field(values, "MpesaReceiptNumber", f"{item_path}.MpesaReceiptNumber")
     amount = _field(values, "Amount", f"{item_path}.Amount")

@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 from flask import g, jsonify, request
-from werkzeug.exceptions import BadRequest
 
 from api import bp
 from api.auth import trial_allowed
-from core.errors import InvalidInput
+from api.bodies import json_object
 from core.verification import list_issuers, verify
 from core.verification.idempotency import HEADER as IDEMPOTENCY_HEADER
 
@@ -17,15 +16,7 @@ REPLAYED_HEADER = "Idempotent-Replayed"
 @trial_allowed
 def create_verification():
     """Verify an examination record against its registry (demo records with the trial key)."""
-    if not request.is_json:
-        raise InvalidInput("Request body must be JSON: send 'Content-Type: application/json'",
-                           fields=[{"field": "body", "message": "must be a JSON object"}])
-    try:
-        body = request.get_json()
-    except BadRequest:
-        raise InvalidInput("Request body is not valid JSON",
-                           fields=[{"field": "body", "message": "must be a JSON object"}]) from None
-    result = verify(g.principal, body, request.headers.get(IDEMPOTENCY_HEADER))
+    result = verify(g.principal, json_object(), request.headers.get(IDEMPOTENCY_HEADER))
     response = jsonify(result.body)
     if result.replayed:
         response.headers[REPLAYED_HEADER] = "true"

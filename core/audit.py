@@ -1,14 +1,20 @@
-"""The audit log: one row per API request and per portal action, with secrets redacted.
+"""Writing the audit log: one row per API request, per payment callback, per portal action and per public
+submission, with secrets redacted.
+
+A request declares what to audit by putting an `AuditEntry` in `g.audit` (the API and the callbacks do it
+for every request, the portal and public pages in the views that act); the app's one `after_request` hook
+(`wsgi.register_audit`) adds the request's facts and calls `record_request`. Nothing else writes audit rows.
 
 Rows are written on their own connection and transaction, so an audit row is kept even when the
 request's own transaction was rolled back, and writing it never commits the request's pending work.
 """
 from __future__ import annotations
 
-import re
-from urllib.parse import parse_qsl, urlencode
-
 import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, urlencode
 
 from sqlalchemy import insert
 from sqlalchemy.exc import SQLAlchemyError
@@ -20,9 +26,24 @@ logger = logging.getLogger("karibu.audit")
 REDACTED = "[REDACTED]"
 _SENSITIVE_NAME = re.compile(r"(key|token|secret|password|passwd|signature|auth|session|national_id|cursor)",
                              re.IGNORECASE)
+# Path parameters are named by us: `token`, `reset_token`, `api_key` are secrets, `key_id` is not.
+_SENSITIVE_PATH_PARAMETER = re.compile(r"(^|_)(key|token|secret|password|signature|session|national_id|cursor)$",
+                                       re.IGNORECASE)
+_PATH_PARAMETER = re.compile(r"<(?:[^<>:]+:)?([^<>]+)>")
 _SECRET_VALUE = re.compile(
     r"(sk_(live|trial)_[A-Za-z0-9_]+|whsec_[A-Za-z0-9_\-]+|eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]*)")
 _LONG_DIGITS = re.compile(r"\d{9,}")
+
+
+@dataclass
+class AuditEntry:
+    """What a request declares about itself for its audit row (the hook adds method, path, timing, …)."""
+    source: str  # api | callback | portal | public
+    actor: str = "anonymous"
+    institution_id: str | None = None
+    action: str = ""
+    target: str = ""
+    status: int | None = None  # the action's own outcome when it differs from the response status
 
 
 def redact_text(text: str) -> str:
@@ -37,36 +58,37 @@ def redact_query(query_string: str) -> str:
     return urlencode(cleaned, safe=",:[]")
 
 
-def record_audit(**fields) -> None:
-    fields.setdefault("created_at", utcnow())
+def redact_path(path: str, rule: str | None, arguments: Mapping[str, object] | None) -> str:
+    """The path rebuilt from its route with secret parameters (by name: `<token>`, …) masked.
+
+    `rule` is the matched route (`/decisions/respond/<token>`) and `arguments` its values; a path that
+    matched no route is kept as it came (value patterns still apply when the row is written).
+    """
+    if rule is None:
+        return path
+
+    def value(match: re.Match) -> str:
+        name = match.group(1)
+        return REDACTED if _SENSITIVE_PATH_PARAMETER.search(name) else str((arguments or {}).get(name, ""))
+
+    return _PATH_PARAMETER.sub(value, rule)
+
+
+def record_request(entry: AuditEntry, *, status: int, request_id: str, method: str, path: str, query: str,
+                   duration_ms: int, client_ip: str, user_agent: str) -> None:
+    """Write the row of one request. A failure is logged loudly but never fails the response."""
+    fields = dict(
+        created_at=utcnow(), source=entry.source, actor=entry.actor, institution_id=entry.institution_id,
+        action=entry.action, target=entry.target, status=entry.status or status, request_id=request_id,
+        method=method, path=path, query=redact_query(query), duration_ms=duration_ms, client_ip=client_ip,
+        user_agent=user_agent)
     for name in ("path", "target", "action", "user_agent"):
-        if fields.get(name):
-            fields[name] = redact_text(str(fields[name]))[:AuditLog.__table__.c[name].type.length]
-    with db.engine.begin() as connection:
-        connection.execute(insert(AuditLog.__table__).values(**fields))
-
-
-def audit_api_request(**fields) -> None:
-    """Audit one API request. A failure to write is logged loudly but does not fail the response."""
+        if fields[name]:
+            fields[name] = redact_text(str(fields[name]))
+    for name in ("actor", "path", "target", "action", "user_agent"):  # the actor is a key prefix or an email
+        fields[name] = fields[name][:AuditLog.__table__.c[name].type.length]
     try:
-        record_audit(**fields)
+        with db.engine.begin() as connection:
+            connection.execute(insert(AuditLog.__table__).values(**fields))
     except SQLAlchemyError:
-        logger.exception("Could not write the audit row of request %s", fields.get("request_id", "-"))
-
-
-def record_portal_action(user, action: str, target: str = "", *, status: int = 200, request_id: str = "",
-                         method: str = "", path: str = "", client_ip: str = "", user_agent: str = "") -> None:
-    """Audit one portal action by a signed-in user (or an anonymous visitor when `user` is None)."""
-    record_audit(
-        source="portal",
-        institution_id=getattr(user, "institution_id", None),
-        actor=getattr(user, "email", "anonymous"),
-        action=action,
-        target=target,
-        status=status,
-        request_id=request_id,
-        method=method,
-        path=path,
-        client_ip=client_ip,
-        user_agent=user_agent,
-    )
+        logger.exception("Could not write the audit row of request %s", request_id or "-")

@@ -16,7 +16,8 @@ from sqlalchemy import Engine, event
 from core.config import settings
 from core.models.base import Base
 
-db = SQLAlchemy(model_class=Base)
+# Bound parameters hold applicants' personal data and secrets: never put them in error messages and logs.
+db = SQLAlchemy(model_class=Base, engine_options={"hide_parameters": True})
 
 SQLITE_BUSY_TIMEOUT_MS = 5000
 

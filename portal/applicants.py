@@ -18,6 +18,7 @@ from core.overview import cycles, programs
 from core.partner_records import application_record
 from core.updates import MAX_UPDATES, apply_updates, parse_updates
 from portal import bp
+from portal.forms import ActionForm, BulkUpdateForm, submitted
 from portal.rendering import is_partial_request, render_page
 from portal.security import audit, safe_next, staff_required
 
@@ -125,9 +126,10 @@ def _back_to_list(message: str, category: str):
 @staff_required
 def applicants_bulk():
     """Stage and decision changes of the selected rows: all or nothing, the same rules as the API's PATCH."""
-    ids = list(dict.fromkeys(value for value in request.form.getlist("ids") if value))
-    change = {name: request.form[name] for name in ("stage", "decision") if request.form.get(name)}
-    if request.form.get("send_decision") == "true":
+    form = submitted(BulkUpdateForm())
+    ids = list(dict.fromkeys(value for value in form.ids.data if value))
+    change = {field.name: field.data for field in (form.stage, form.decision) if field.data}
+    if form.send_decision.data:
         change["send_decision"] = True
     if not ids:
         raise InvalidInput("Select at least one applicant first.", field="ids")
@@ -161,6 +163,7 @@ def applicants_bulk():
 @staff_required
 def applicant_send_decision(application_id: str):
     """Release the current decision to the applicant (emits decision.sent)."""
+    submitted(ActionForm())
     apply_updates(g.scope, parse_updates({"updates": [{"id": application_id, "send_decision": True}]}),
                   emit_application_updated=current_app.config["EMIT_APPLICATION_UPDATED"])
     audit("decision.send", application_id)

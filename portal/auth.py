@@ -9,7 +9,7 @@ from flask_login import current_user, login_user, logout_user
 from core.extensions import limiter
 from core.users import check_credentials
 from portal import bp
-from portal.forms import LoginForm
+from portal.forms import ActionForm, LoginForm, submitted
 from portal.rendering import render_page
 from portal.security import audit, safe_next, staff_required
 
@@ -53,7 +53,7 @@ def login():
                            status=422 if request.method == "POST" else 200)
     user = check_credentials(form.email.data, form.password.data)
     if user is None:
-        audit("login.failed", form.email.data.strip().lower()[:100], status=401)
+        audit("login.failed", form.email.data.strip().lower()[:100])
         form.form_errors.append("That email and password do not match an active account.")
         return render_page("auth/login.html", form=form, next_url=next_url, status=401)
     login_user(user)
@@ -64,6 +64,7 @@ def login():
 @bp.post("/logout")
 @staff_required
 def logout():
+    submitted(ActionForm())
     audit("logout", current_user.id)
     logout_user()
     return redirect(url_for("portal.login"))

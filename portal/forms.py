@@ -1,9 +1,31 @@
-"""Flask-WTF forms of the portal (CSRF included in every one)."""
+"""Flask-WTF forms of the portal: every POST reads its fields through one of them, so every POST checks its
+CSRF token twice (CSRFProtect for the whole app, then the form), and exempting a view loses nothing.
+"""
 from __future__ import annotations
 
 from flask_wtf import FlaskForm
-from wtforms import EmailField, PasswordField, SelectField, StringField
+from wtforms import BooleanField, EmailField, PasswordField, SelectField, SelectMultipleField, StringField
 from wtforms.validators import DataRequired, Length
+
+from core.errors import InvalidInput
+
+
+def _strip(value):
+    return value.strip() if isinstance(value, str) else value
+
+
+def submitted(form: FlaskForm) -> FlaskForm:
+    """`form`, validated; otherwise InvalidInput (400) with the first problem (a CSRF token is checked here
+    again, for a view that someone exempted from CSRFProtect)."""
+    if not form.validate_on_submit():
+        name, messages = next(iter(form.errors.items()))
+        raise InvalidInput(f"{name}: {messages[0]}", field=name)
+    return form
+
+
+class ActionForm(FlaskForm):
+    """A button that changes something and sends no fields besides its CSRF token (revoke, rotate, …)."""
+
 
 ROLE_CHOICES = [("staff", "Staff: applicants, cycles, verification"),
                 ("admin", "Admin: also API keys, webhooks and users")]
@@ -22,3 +44,42 @@ class NewUserForm(FlaskForm):
     email = EmailField("Email", validators=[DataRequired("Enter an email."),
                                             Length(max=254)])
     role = SelectField("Role", choices=ROLE_CHOICES, default="staff")
+
+
+class BulkUpdateForm(FlaskForm):
+    """The applicants table's bulk change; the view checks the combination, as the API's PATCH does."""
+    ids = SelectMultipleField(validate_choice=False)
+    stage = StringField(filters=[_strip])
+    decision = StringField(filters=[_strip])
+    send_decision = BooleanField()
+
+
+class RoleForm(FlaskForm):
+    role = StringField(filters=[_strip])  # checked by core.users.set_role
+
+
+class ActiveForm(FlaskForm):
+    active = StringField(filters=[_strip])
+
+
+class WebhookForm(FlaskForm):
+    url = StringField(filters=[_strip])
+    events = SelectMultipleField(validate_choice=False)  # checked by core.webhooks.endpoints.save_endpoint
+    include_name = BooleanField()
+
+
+class RecoverForm(FlaskForm):
+    since = StringField(filters=[_strip])
+
+
+class VerificationForm(FlaskForm):
+    """The issuer's own fields are added per issuer by `verification_form`."""
+    issuer = StringField(filters=[_strip])
+    application = StringField(filters=[_strip])
+    confirm_billing = BooleanField(false_values=("", "false", "no"))
+
+
+def verification_form(issuer: dict) -> VerificationForm:
+    """A VerificationForm with a text field for each of the issuer's request fields."""
+    fields = {field["name"]: StringField(filters=[_strip]) for field in issuer["fields"]}
+    return type(f"{issuer['code'].title()}VerificationForm", (VerificationForm,), fields)()

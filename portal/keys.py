@@ -8,7 +8,7 @@ from flask import flash, g, redirect, url_for
 from core.keys import create_api_key, list_api_keys, revoke_api_key
 from core.models import ApiKey
 from portal import bp
-from portal.forms import ApiKeyForm
+from portal.forms import ActionForm, ApiKeyForm, submitted
 from portal.rendering import is_partial_request, render_page
 from portal.security import admin_required, audit
 
@@ -37,7 +37,7 @@ def api_keys_create():
     if not form.validate_on_submit():
         return _page(form, status=422)
     key, raw = create_api_key(g.scope, name=form.name.data.strip())
-    audit("api_key.create", key.id, status=201)
+    audit("api_key.create", key.id)
     # The key is shown in this response only (never through a redirect: it must not sit in a URL).
     return _page(ApiKeyForm(formdata=None), created=CreatedKey(key=key, raw=raw), status=201)
 
@@ -45,6 +45,7 @@ def api_keys_create():
 @bp.post("/api-keys/<key_id>/revoke")
 @admin_required
 def api_keys_revoke(key_id: str):
+    submitted(ActionForm())
     key = revoke_api_key(key_id, scope=g.scope)
     audit("api_key.revoke", key.id)
     if is_partial_request():

@@ -1,13 +1,13 @@
 """Public pages without sign-in: the apply form and the applicant's accept/decline page for a decision."""
 from __future__ import annotations
 
-from flask import Blueprint, current_app, g, redirect, render_template, request, session, url_for
+from flask import Blueprint, current_app, g, redirect, render_template, session, url_for
 from flask_wtf import FlaskForm
 from wtforms import SelectField, StringField
 from wtforms.validators import AnyOf, DataRequired, Length
 
 from core.applying import ApplicantFields, active_institution, open_cycles, submit_application
-from core.audit import record_audit
+from core.audit import AuditEntry
 from core.decisions import ANSWERABLE_DECISIONS, RESPONSES, decision_for_token, record_decision_response
 from core.errors import Conflict, InvalidInput
 from core.extensions import limiter
@@ -17,11 +17,10 @@ public_bp = Blueprint("public", __name__)
 _SUBMITTED_KEY = "karibu_submitted_application"
 
 
-def _audit(action: str, institution_id: str, target: str, status: int) -> None:
-    """An audit row for a visitor's submission (actor `public`: applicants have no account)."""
-    record_audit(source="public", institution_id=institution_id, actor="public", action=action, target=target,
-                 status=status, request_id=g.get("request_id", ""), method=request.method, path=request.path,
-                 client_ip=request.remote_addr or "", user_agent=request.user_agent.string or "")
+def _audit(action: str, institution_id: str, target: str) -> None:
+    """Declare the audit row of a visitor's submission (actor `public`: applicants have no account)."""
+    g.audit = AuditEntry(source="public", institution_id=institution_id, actor="public", action=action,
+                         target=target)
 
 
 def _public_form_limit() -> str:
@@ -64,9 +63,9 @@ def apply(institution_id: str):
             else:
                 form.form_errors.append(error.message)
             status = error.status
-            _audit("application.submit", institution.id, "", status)
+            _audit("application.submit", institution.id, "")
         else:
-            _audit("application.submit", institution.id, application.id, 302)
+            _audit("application.submit", institution.id, application.id)
             session[_SUBMITTED_KEY] = {"id": application.id, "email": application.applicant.email}
             return redirect(url_for("public.applied", institution_id=institution.id))
     elif form.is_submitted():
@@ -97,9 +96,9 @@ def respond_to_decision(token: str):
         except Conflict as error:
             form.form_errors.append(error.message)
             status = error.status
-            _audit(f"decision.respond.{form.response.data}", decision.institution_id, decision.id, status)
+            _audit(f"decision.respond.{form.response.data}", decision.institution_id, decision.id)
         else:
-            _audit(f"decision.respond.{form.response.data}", decision.institution_id, decision.id, 302)
+            _audit(f"decision.respond.{form.response.data}", decision.institution_id, decision.id)
             return redirect(url_for("public.respond_to_decision", token=token))
     elif form.is_submitted():
         form.form_errors.append("This decision cannot be answered here." if not answerable

@@ -8,7 +8,7 @@ from flask import Flask, g, redirect, request, url_for
 from flask_login import current_user, login_required
 from htmx_flask import Htmx
 
-from core.audit import record_portal_action
+from core.audit import AuditEntry
 from core.errors import Forbidden
 from core.extensions import login_manager
 from core.scoping import InstitutionScope
@@ -96,9 +96,13 @@ def admin_required(view):
     return wrapper
 
 
-def audit(action: str, target: str = "", status: int = 200, user=None) -> None:
-    """One audit row for a portal action by the signed-in user (or `user` during sign-in)."""
+def audit(action: str, target: str = "", status: int | None = None, user=None) -> None:
+    """Declare this request's audit row: a portal action by the signed-in user (or `user` during sign-in).
+
+    The row is written after the response (wsgi.register_audit) with the response status, unless `status`
+    gives the action's own outcome (e.g. the registry's answer on a page that itself answers 200).
+    """
     actor = user if user is not None else (current_user if current_user.is_authenticated else None)
-    record_portal_action(
-        actor, action, target, status=status, request_id=g.get("request_id", ""), method=request.method,
-        path=request.path, client_ip=request.remote_addr or "", user_agent=request.user_agent.string or "")
+    g.audit = AuditEntry(source="portal", actor=getattr(actor, "email", "anonymous"),
+                         institution_id=getattr(actor, "institution_id", None), action=action, target=target,
+                         status=status)

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import secrets
 
-from flask import flash, g, redirect, request, url_for
+from flask import flash, g, redirect, url_for
 from flask_login import current_user
 
 from core.errors import InvalidInput, KaribuError
 from core.users import create_user, list_users, set_active, set_role
 from portal import bp
-from portal.forms import NewUserForm
+from portal.forms import ActiveForm, NewUserForm, RoleForm, submitted
 from portal.rendering import is_partial_request, render_page
 from portal.security import admin_required, audit
 
@@ -32,7 +32,7 @@ def users_create():
         except KaribuError as error:
             form.email.errors.append(error.message)
         else:
-            audit("user.create", user.id, status=201)
+            audit("user.create", user.id)
             invited = {"user": user, "password": password}
             return render_page("users/index.html", "users/partial/invite.html", form=NewUserForm(formdata=None),
                                invited=invited, oob=is_partial_request(), users=list_users(g.scope),
@@ -51,7 +51,7 @@ def _respond(user, message: str):
 @bp.post("/users/<user_id>/role")
 @admin_required
 def users_role(user_id: str):
-    role = request.form.get("role", "")
+    role = submitted(RoleForm()).role.data or ""
     user = set_role(g.scope, user_id, role)
     audit("user.role", f"{user.id} -> {role}")
     return _respond(user, f"{user.email} is now {role}.")
@@ -60,7 +60,7 @@ def users_role(user_id: str):
 @bp.post("/users/<user_id>/active")
 @admin_required
 def users_active(user_id: str):
-    value = request.form.get("active", "")
+    value = submitted(ActiveForm()).active.data or ""
     if value not in ("true", "false"):
         raise InvalidInput("active must be true or false", field="active")
     if user_id == current_user.id and value == "false":

@@ -17,6 +17,7 @@ from core.verification.billing import agreement_price, usage_by_month, usage_csv
 from core.verification.registries import REGISTRIES
 from core.verification.service import current_settings, list_issuers, verify
 from portal import bp
+from portal.forms import VerificationForm, submitted, verification_form
 from portal.rendering import render_page
 from portal.security import audit, staff_required
 
@@ -40,10 +41,16 @@ def _prefill(issuer: dict, args) -> dict[str, str]:
     return {field["name"]: (args.get(field["name"]) or "").strip() for field in issuer["fields"]}
 
 
-def _request_body(issuer: dict, form) -> dict:
+def _posted(issuers: dict[str, dict]) -> tuple[dict, VerificationForm]:
+    """The chosen issuer and the posted form with that issuer's fields."""
+    issuer = _chosen_issuer(issuers, VerificationForm().issuer.data)
+    return issuer, submitted(verification_form(issuer))
+
+
+def _request_body(issuer: dict, form: VerificationForm) -> dict:
     body = {"issuer": issuer["code"]}
     for field in issuer["fields"]:
-        value = (form.get(field["name"]) or "").strip()
+        value = form[field["name"]].data
         if value:
             body[field["name"]] = value
     return body
@@ -92,15 +99,15 @@ def try_page():
 @limiter.limit(lambda: current_app.config["PORTAL_TRY_RATE_LIMIT"])
 def try_verify():
     issuers = _issuers()
-    issuer = _chosen_issuer(issuers, request.form.get("issuer"))
-    body = _request_body(issuer, request.form)
+    issuer, form = _posted(issuers)
+    body = _request_body(issuer, form)
     trial_key = current_app.config["TRIAL_API_KEY"]
     outcome = _outcome(Principal(kind="trial", institution_id=None, key_id=None, actor=TRIAL_ACTOR), body)
     outcome["curl"] = curl_command(request.url_root, trial_key, body)
     outcome["json"] = json.dumps(outcome["answer"], indent=2, ensure_ascii=False)
     audit("verification.try", issuer["code"], status=outcome["status"])
     return render_page("verification/try.html", "verification/partial/result.html", issuers=issuers,
-                       issuer=issuer, values=_prefill(issuer, request.form), errors=_field_errors(outcome),
+                       issuer=issuer, values=_prefill(issuer, form.data), errors=_field_errors(outcome),
                        outcome=outcome, trial_key=trial_key, form_action=url_for("portal.try_verify"),
                        show_demos=True, status=_page_status(outcome))
 
@@ -142,11 +149,11 @@ def verification():
 @staff_required
 def verification_lookup():
     issuers = _issuers()
-    issuer = _chosen_issuer(issuers, request.form.get("issuer"))
-    body = _request_body(issuer, request.form)
-    application_id = _application_id(request.form)
+    issuer, form = _posted(issuers)
+    body = _request_body(issuer, form)
+    application_id = _application_id(form.data)
     price = _price()
-    if request.form.get("confirm_billing") != "yes":
+    if not form.confirm_billing.data:
         answer = {"code": 400, "error": "Confirm the charge before a live lookup",
                   "fields": [{"field": "confirm_billing", "message": "tick the box to accept the charge"}]}
         outcome = {"status": 400, "answer": answer, "fields": answer["fields"]}
@@ -158,7 +165,7 @@ def verification_lookup():
             record_check(g.scope, application_id, issuer=issuer["code"], level=body.get(level_field, ""),
                          answer=outcome["answer"], actor=current_user.email)
     return render_page("verification/live.html", "verification/partial/result.html", issuers=issuers,
-                       issuer=issuer, values=_prefill(issuer, request.form), errors=_field_errors(outcome),
+                       issuer=issuer, values=_prefill(issuer, form.data), errors=_field_errors(outcome),
                        outcome=outcome, price=price, form_action=url_for("portal.verification_lookup"),
                        application_id=application_id, status=_page_status(outcome))
 

@@ -17,6 +17,7 @@ from core.webhooks.endpoints import (
 )
 from core.webhooks.log import get_delivery_with_attempts, list_deliveries, recover_since, redeliver, send_test_ping
 from portal import bp
+from portal.forms import ActionForm, RecoverForm, WebhookForm, submitted
 from portal.rendering import is_partial_request, render_page
 from portal.security import admin_required, audit
 
@@ -66,8 +67,8 @@ def webhooks():
 @bp.post("/webhooks")
 @admin_required
 def webhooks_save():
-    form = {"url": (request.form.get("url") or "").strip(), "events": request.form.getlist("events"),
-            "include_name": request.form.get("include_name") == "true"}
+    posted = submitted(WebhookForm())
+    form = {"url": posted.url.data or "", "events": posted.events.data, "include_name": posted.include_name.data}
     try:
         endpoint, secret = save_endpoint(g.scope, form["url"], events=form["events"],
                                          include_name=form["include_name"])
@@ -82,6 +83,7 @@ def webhooks_save():
 @bp.post("/webhooks/rotate")
 @admin_required
 def webhooks_rotate():
+    submitted(ActionForm())
     secret = rotate_secret(g.scope)
     audit("webhook.rotate_secret", current_user.institution_id)
     return _settings_page(secret=secret, message="A new signing secret is in force; the old one no longer works.")
@@ -90,6 +92,7 @@ def webhooks_rotate():
 @bp.post("/webhooks/enable")
 @admin_required
 def webhooks_enable():
+    submitted(ActionForm())
     endpoint = enable_endpoint(g.scope)
     audit("webhook.enable", endpoint.id)
     return _settings_page(message="The endpoint is enabled again; its failure count starts from zero.")
@@ -98,6 +101,7 @@ def webhooks_enable():
 @bp.post("/webhooks/ping")
 @admin_required
 def webhooks_ping():
+    submitted(ActionForm())
     delivery = send_test_ping(g.scope)
     audit("webhook.ping", delivery.id, status=202)
     return _log_response(f"Test ping queued ({delivery.id}).")
@@ -106,7 +110,7 @@ def webhooks_ping():
 @bp.post("/webhooks/recover")
 @admin_required
 def webhooks_recover():
-    raw = (request.form.get("since") or "").strip()
+    raw = submitted(RecoverForm()).since.data or ""
     try:
         since = parse_utc(raw)
     except ValueError:
@@ -119,6 +123,7 @@ def webhooks_recover():
 @bp.post("/webhooks/deliveries/<delivery_id>/redeliver")
 @admin_required
 def webhooks_redeliver(delivery_id: str):
+    submitted(ActionForm())
     delivery = redeliver(g.scope, delivery_id)
     audit("webhook.redeliver", delivery.id, status=202)
     return _log_response(f"Delivery {delivery.id} queued again.")

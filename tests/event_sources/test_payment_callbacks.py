@@ -302,7 +302,7 @@ def test_mpesa_for_a_fee_in_another_currency_is_400(sources, client, factory):
 
 
 def test_mpesa_not_configured_is_503_and_non_json_is_400(sources, client, factory, monkeypatch):
-    assert_error(post_mpesa(client, {}, raw=b"not json"), 400, "request body must be a JSON object")
+    assert_error(post_mpesa(client, {}, raw=b"not json"), 400, "Request body is not valid JSON")
     monkeypatch.setitem(sources.config, "MPESA_CALLBACK_SECRET", "")
     assert_error(post_mpesa(client, {}, raw=b"{}"), 503,
                  "M-Pesa callbacks are not configured on this server: set MPESA_CALLBACK_SECRET")

@@ -1,0 +1,28 @@
+"""A database error reaches the log with its statement but never with the values bound to it."""
+from __future__ import annotations
+
+import logging
+
+from sqlalchemy import text
+
+import api
+from core.extensions import db
+
+CANARY = "canary-1199880012345678-secret"
+
+
+def test_a_database_error_is_logged_without_its_parameter_values(client, monkeypatch, caplog):
+    def failing_query():
+        db.session.execute(text("SELECT * FROM no_such_table WHERE national_id = :national_id"),
+                           {"national_id": CANARY})
+
+    monkeypatch.setattr(api, "openapi_document", failing_query)
+    with caplog.at_level(logging.ERROR):
+        response = client.get("/api/v1/openapi.json")
+
+    assert response.status_code == 500 and response.json == {"code": 500, "error": "Internal server error"}
+    [record] = [record for record in caplog.records if record.exc_info]
+    logged = caplog.text + logging.Formatter().formatException(record.exc_info)
+    assert "no_such_table" in logged, "the statement itself is still there to debug with"
+    assert "SQL parameters hidden" in logged
+    assert CANARY not in logged
