@@ -7,11 +7,8 @@ from core.errors import Conflict, InvalidInput, NotFound
 from core.extensions import db
 from core.models import Institution, User, utcnow
 from core.models.identity import ROLE_ADMIN, ROLES
-from core.passwords import hash_password, verify_password
+from core.passwords import hash_password, verify_against_nothing, verify_password
 from core.scoping import InstitutionScope
-
-# Verified against when the email is unknown, so a wrong email costs as much time as a wrong password.
-_DUMMY_HASH = hash_password("karibu-timing-equaliser")
 
 
 def create_user(scope: InstitutionScope, email: str, password: str, role: str = "staff", name: str = "") -> User:
@@ -37,7 +34,7 @@ def check_credentials(email: str, password: str) -> User | None:
     """The active user of an active institution with these credentials, else None (no reason given)."""
     user = db.session.scalars(select(User).where(User.email == email.strip().lower())).one_or_none()
     if user is None:
-        verify_password(_DUMMY_HASH, password)
+        verify_against_nothing(password)
         return None
     if not verify_password(user.password_hash, password) or not user.active:
         return None
