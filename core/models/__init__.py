@@ -14,3 +14,5 @@ from core.models.verification import VerificationCharge, VerificationIdempotency
 from core.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookEndpoint  # noqa: F401
 # Staff portal
 from core.models.checks import ApplicantCheck  # noqa: F401
+# Messages to applicants
+from core.models.messages import Message  # noqa: F401

@@ -1,0 +1,150 @@
+"""The outbox: message rows written in the caller's transaction, a worker woken only after it commits.
+
+As for webhooks (core/webhooks/outbox.py), the database is the queue: after a commit that queued messages,
+one drain job is queued unless one is already waiting; the periodic sweep wakes a worker for anything whose
+job was lost. Messages are rendered here, in the request, so the row holds exactly what is sent.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from sqlalchemy import event as sa_event
+from sqlalchemy import insert, select
+from sqlalchemy.orm import Session
+
+from core.config import settings
+from core.decisions import ANSWERABLE_DECISIONS, decision_response_token
+from core.extensions import db, redis_connection
+from core.i18n import DEFAULT_LANGUAGE, supported_language
+from core.messages.addresses import address_of, header_safe, valid_email, valid_international_phone
+from core.messages.render import render_email, render_sms
+from core.messages.runtime import runtime
+from core.models import Applicant, Application, Cycle, Decision, Institution, Program, new_id
+from core.models.messages import Message
+from core.queue import enqueue
+
+log = logging.getLogger(__name__)
+
+DRAIN_JOB = "jobs.messages.drain"
+QUEUE_NAME = "messages"
+DRAIN_QUEUED_KEY = "karibu:messages:drain-queued"
+DRAIN_QUEUED_TTL_SECONDS = 30
+DRAIN_JOB_TIMEOUT = 180
+DECISION_TEMPLATE = "decision"
+RESPONSE_PATH = "/decisions/respond/"
+_DRAIN_AFTER_COMMIT = "karibu_messages_drain_after_commit"
+
+
+def response_link(decision: Decision) -> str:
+    """The applicant's absolute accept/decline link (PUBLIC_BASE_URL + /decisions/respond/<token>)."""
+    return settings().PUBLIC_BASE_URL.rstrip("/") + RESPONSE_PATH + decision_response_token(decision)
+
+
+def sms_enabled() -> bool:
+    return settings().SMS_PROVIDER.strip().lower() == "africastalking"
+
+
+def queue_decision_messages(decisions: Sequence[Decision]) -> int:
+    """Write the messages of decisions just sent, in the current session: an email to each applicant, and an
+    SMS when SMS is on and the applicant gave a phone number. Returns how many rows were written.
+
+    A recipient that cannot be written to (a malformed address, a local phone number) gives a `failed`
+    row that says why, so staff see it on the file; nothing is sent for it.
+    """
+    if not decisions:
+        return 0
+    by_application = {decision.application_id: decision for decision in decisions}
+    rows = db.session.execute(
+        select(Application.id, Applicant, Program.name, Cycle.name, Institution)
+        .join(Applicant, Applicant.id == Application.applicant_id)
+        .join(Program, Program.id == Application.program_id)
+        .join(Cycle, Cycle.id == Application.cycle_id)
+        .join(Institution, Institution.id == Application.institution_id)
+        .where(Application.id.in_(list(by_application)))
+    ).all()
+    config = settings()
+    sender_domain = address_of(config.MAIL_DEFAULT_SENDER).rpartition("@")[2] or "karibu.localhost"
+    with_sms = sms_enabled()
+    now = runtime.clock.now()
+    messages: list[dict] = []
+    # Rendered language by language: Flask-Babel switches its catalogue once per group.
+    ordered = sorted(rows, key=lambda row: _language_of(row[1], row[4]))
+    for application_id, applicant, program_name, cycle_name, institution in ordered:
+        decision = by_application[application_id]
+        language = _language_of(applicant, institution)
+        context = {
+            "first_name": applicant.first_name, "last_name": applicant.last_name,
+            "institution": institution.name, "program": program_name, "cycle": cycle_name,
+            "decision": decision.status,
+            "link": response_link(decision) if decision.status in ANSWERABLE_DECISIONS else None,
+        }
+        email = render_email(DECISION_TEMPLATE, language, context)
+        message_id = new_id("msg")
+        messages.append(_row(
+            message_id, decision, "email", applicant.email, language, now,
+            recipient_name=f"{applicant.first_name} {applicant.last_name}", subject=email.subject,
+            body_text=email.text, body_html=email.html, message_id_header=f"<{message_id}@{sender_domain}>",
+            problem=None if valid_email(applicant.email) else "Not a valid email address; nothing was sent."))
+        if with_sms and applicant.phone:
+            messages.append(_row(
+                new_id("msg"), decision, "sms", applicant.phone, language, now,
+                recipient_name=f"{applicant.first_name} {applicant.last_name}",
+                body_text=render_sms(DECISION_TEMPLATE, language, context),
+                problem=None if valid_international_phone(applicant.phone) else
+                "The phone number is not in international format (+ and country code); nothing was sent."))
+    db.session.execute(insert(Message.__table__), messages)
+    if any(message["status"] == "queued" for message in messages):
+        drain_after_commit()
+    return len(messages)
+
+
+def _language_of(applicant: Applicant, institution: Institution) -> str:
+    return (supported_language(applicant.language) or supported_language(institution.default_language)
+            or DEFAULT_LANGUAGE)
+
+
+def _row(message_id: str, decision: Decision, channel: str, recipient: str, language: str, now, *,
+         recipient_name: str, body_text: str, subject: str = "", body_html: str | None = None,
+         message_id_header: str | None = None, problem: str | None) -> dict:
+    return {
+        "id": message_id, "institution_id": decision.institution_id, "application_id": decision.application_id,
+        "decision_id": decision.id, "channel": channel, "recipient": (recipient or "")[:254],
+        "recipient_name": header_safe(recipient_name), "template": DECISION_TEMPLATE, "language": language,
+        "subject": header_safe(subject, 300), "body_text": body_text, "body_html": body_html,
+        "message_id_header": message_id_header, "status": "failed" if problem else "queued", "attempts": 0,
+        "next_attempt_at": None if problem else now, "lease_token": None, "lease_expires_at": None,
+        "last_error": problem, "provider_id": None, "sent_at": None, "created_at": now, "updated_at": now,
+    }
+
+
+def drain_after_commit() -> None:
+    """Wake a worker once the current transaction commits (nothing happens if it rolls back)."""
+    db.session().info[_DRAIN_AFTER_COMMIT] = True
+
+
+def signal_drain() -> bool:
+    """Queue a drain job unless one is already waiting; True when one was queued."""
+    if not redis_connection().set(DRAIN_QUEUED_KEY, b"1", nx=True, ex=DRAIN_QUEUED_TTL_SECONDS):
+        return False
+    enqueue(QUEUE_NAME, DRAIN_JOB, result_ttl=0, failure_ttl=86400, job_timeout=DRAIN_JOB_TIMEOUT)
+    return True
+
+
+def drain_started() -> None:
+    """Called by a starting drain: commits from now on must queue another one."""
+    redis_connection().delete(DRAIN_QUEUED_KEY)
+
+
+@sa_event.listens_for(Session, "after_commit")
+def _signal_after_commit(session: Session) -> None:
+    if session.info.pop(_DRAIN_AFTER_COMMIT, False):
+        try:
+            signal_drain()
+        except Exception:  # Redis unavailable: the sweep wakes a worker once it is back
+            log.warning("could not queue a message drain; the sweep will retry", exc_info=True)
+
+
+@sa_event.listens_for(Session, "after_rollback")
+def _forget_rolled_back(session: Session) -> None:
+    session.info.pop(_DRAIN_AFTER_COMMIT, None)
