@@ -18,17 +18,12 @@ from core.overview import cycles, programs
 from core.records import application_record
 from core.updates import MAX_UPDATES, apply_updates, parse_updates
 from portal import bp
+from portal.applicant_timeline import timeline_context
+from portal.forms import RecordAnswerForm
 from portal.rendering import is_partial_request, render_page
 from portal.security import audit, safe_next, staff_required
 
 PAGE_SIZE = 50
-EVENT_LABELS = {
-    "application.submitted": "Application submitted",
-    "application.updated": "Application updated",
-    "decision.sent": "Decision sent",
-    "decision.responded": "Applicant answered the decision",
-    "payment.completed": "Payment completed",
-}
 
 
 @dataclass(frozen=True)
@@ -99,8 +94,8 @@ def applicants():
 def applicant_detail(application_id: str):
     file = applicant_file(g.scope, application_id)
     audit("applicant.view", application_id)
-    return render_page("applicants/detail.html", file=file, record=file.record, event_labels=EVENT_LABELS,
-                       stage_names=_stage_names())
+    return render_page("applicants/detail.html", file=file, record=file.record, stage_names=_stage_names(),
+                       answer_form=RecordAnswerForm(), **timeline_context(file))
 
 
 @bp.get("/applicants/<application_id>/documents/<document_id>")
@@ -166,7 +161,8 @@ def applicant_send_decision(application_id: str):
     audit("decision.send", application_id)
     file = applicant_file(g.scope, application_id)
     if is_partial_request():
-        return render_page("applicants/partial/decisions.html", file=file, record=file.record, sent=True)
+        return render_page("applicants/partial/decisions.html", file=file, record=file.record, sent=True,
+                           answer_form=RecordAnswerForm())
     flash("The decision was sent to the applicant.", "ok")
     return redirect(url_for("portal.applicant_detail", application_id=application_id))
 

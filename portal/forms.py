@@ -27,3 +27,18 @@ class NewUserForm(FlaskForm):
 class SendDecisionForm(FlaskForm):
     confirm = BooleanField("I have checked the decision and want to send it to the applicant",
                            validators=[DataRequired("Tick the box to confirm.")])
+
+
+class ResendMessageForm(FlaskForm):
+    """Resend one failed message (the form carries only its CSRF token)."""
+
+
+class DefaultLanguageForm(FlaskForm):
+    language = SelectField("Language for applicants who did not choose one", choices=[
+        ("en", "English"), ("fr", "Français (French)"), ("sw", "Kiswahili (Swahili)")])
+
+
+class RecordAnswerForm(FlaskForm):
+    response = SelectField("Applicant's answer", choices=[("accepted", "Accepted the decision"),
+                                                         ("declined", "Declined the decision")],
+                           validators=[DataRequired("Choose the applicant's answer.")])

@@ -83,6 +83,13 @@ def resend_message(scope: InstitutionScope, message_id: str) -> Message:
     return message
 
 
+def default_language_of(institution_id: str) -> str:
+    institution = db.session.get(Institution, institution_id)
+    if institution is None:
+        raise NotFound("Institution not found")
+    return institution.default_language
+
+
 def set_default_language(institution_id: str, language: str) -> Institution:
     """The language of messages and public pages for applicants who did not choose one."""
     if language not in LANGUAGES:

@@ -1,4 +1,4 @@
-"""Render a message from its templates (`templates/messages/`) in the recipient's language (Flask-Babel)."""
+"""Render a message from its templates (`templates/applicant_messages/`) in the recipient's language (Flask-Babel)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,17 +21,17 @@ def _render(name: str, context: dict) -> str:
 
 
 def render_email(template: str, language: str | None, context: dict) -> RenderedEmail:
-    """Subject, plain-text and HTML parts of `templates/messages/<template>.*` in `language`."""
+    """Subject, plain-text and HTML parts of `templates/applicant_messages/<template>.*` in `language`."""
     with force_locale(supported_language(language) or DEFAULT_LANGUAGE):
         return RenderedEmail(
-            subject=" ".join(_render(f"messages/{template}.subject.txt", context).split()),
-            text=_render(f"messages/{template}.txt", context).strip() + "\n",
-            html=_render(f"messages/{template}.html", context),
+            subject=" ".join(_render(f"applicant_messages/{template}.subject.txt", context).split()),
+            text=_render(f"applicant_messages/{template}.txt", context).strip() + "\n",
+            html=_render(f"applicant_messages/{template}.html", context),
         )
 
 
 def render_sms(template: str, language: str | None, context: dict) -> str:
-    """The text of `templates/messages/<template>.sms.txt` in `language`, on as few lines as it needs."""
+    """The text of `templates/applicant_messages/<template>.sms.txt` in `language`, on as few lines as it needs."""
     with force_locale(supported_language(language) or DEFAULT_LANGUAGE):
-        return "\n".join(line.strip() for line in _render(f"messages/{template}.sms.txt", context).strip()
+        return "\n".join(line.strip() for line in _render(f"applicant_messages/{template}.sms.txt", context).strip()
                          .splitlines() if line.strip())
