@@ -117,3 +117,8 @@ def test_cli_lists_messages_as_json(mail_app, smtp, factory):
     human = runner.invoke(args=["messages", "list", "--institution", institution.id])
     assert "brian@example.com" in human.output and "550 5.1.1 unknown user" in human.output
     assert runner.invoke(args=["messages", "list", "--status", "lost"]).exit_code == 2
+
+
+def test_the_openapi_document_names_the_public_base_url(app, client, monkeypatch):
+    monkeypatch.setitem(app.config, "PUBLIC_BASE_URL", "https://admissions.example.ac.ke")
+    assert client.get("/api/v1/openapi.json").json["servers"] == [{"url": "https://admissions.example.ac.ke"}]
