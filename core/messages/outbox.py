@@ -76,7 +76,7 @@ def queue_decision_messages(decisions: Sequence[Decision]) -> int:
         context = {
             "first_name": applicant.first_name, "last_name": applicant.last_name,
             "institution": institution.name, "program": program_name, "cycle": cycle_name,
-            "decision": decision.status,
+            "decision": decision.status, "language": language,
             "link": response_link(decision) if decision.status in ANSWERABLE_DECISIONS else None,
         }
         email = render_email(DECISION_TEMPLATE, language, context)

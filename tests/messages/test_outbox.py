@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 from core.messages.schedule import MAX_ATTEMPTS, RETRY_DELAYS
 from tests.messages.conftest import all_messages, drain_now, later, run_message_worker, send_decisions
@@ -165,3 +166,32 @@ def test_header_injection_through_names_and_emails_is_impossible(mail_app, smtp,
     refused = all_messages(mail_app, application_id=other.id)[0]
     assert (refused.status, refused.attempts) == ("failed", 0)
     assert refused.last_error == "Not a valid email address; nothing was sent."
+
+
+def test_the_sweep_wakes_a_worker_for_messages_whose_job_was_lost(mail_app, smtp, factory, redis_client):
+    from core.messages.sweep import sweep_due_messages
+    _, key, [application] = _setup(factory)
+    send_decisions(mail_app.test_client(), key, [application.id])
+    redis_client.flushdb()  # the queued job is lost with Redis's data
+    run_message_worker(mail_app)
+    assert smtp.received == [] and all_messages(mail_app)[0].status == "queued"
+    with mail_app.app_context():
+        assert sweep_due_messages() == 1
+    run_message_worker(mail_app)
+    assert len(smtp.received) == 1 and all_messages(mail_app)[0].status == "sent"
+    with mail_app.app_context():
+        assert sweep_due_messages() == 0
+
+
+def test_a_worker_that_died_mid_batch_leaves_its_claim_to_lapse(mail_app, smtp, factory, clock):
+    from core.messages.delivery import LEASE, claim_due
+    from core.messages.runtime import runtime
+    _, key, [application] = _setup(factory)
+    send_decisions(mail_app.test_client(), key, [application.id])
+    with mail_app.app_context():
+        _, _, [claimed] = claim_due(runtime.clock.now())  # ...and the worker is killed before sending
+    drain_now(mail_app)
+    assert smtp.received == []  # the lease is still held: nobody else may send it
+    clock.advance(LEASE + timedelta(seconds=1))
+    drain_now(mail_app)
+    assert len(smtp.received) == 1 and all_messages(mail_app)[0].status == "sent"
