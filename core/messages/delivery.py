@@ -8,8 +8,10 @@ the same Message-ID, so mail clients show it once.
 """
 from __future__ import annotations
 
+import queue
 import secrets
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -24,6 +26,8 @@ from core.models.messages import SENDABLE_MESSAGE_STATUSES, Message
 
 CLAIM_BATCH = 50
 LEASE = timedelta(minutes=10)
+# SMTP connections (and sender threads) of one worker: the round trips of one overlap the others' work.
+SENDER_CONNECTIONS = 4
 # A drain stops claiming new batches after this long, so one job never runs for ever.
 DRAIN_TIME_BUDGET = 20.0
 
@@ -87,22 +91,31 @@ class _Claimed:
 
 
 class Transports:
-    """The open SMTP connection and SMS session of one drain."""
+    """The SMTP connections and the SMS session of one drain; a sender thread borrows one connection at a time
+    (each connection is opened on first use and kept for the whole drain)."""
 
     def __init__(self):
         config = settings()
-        self.email = SmtpTransport(config)
+        self._connections: list[SmtpTransport] = [SmtpTransport(config) for _ in range(SENDER_CONNECTIONS)]
+        self._idle: queue.SimpleQueue[SmtpTransport] = queue.SimpleQueue()
+        for connection in self._connections:
+            self._idle.put(connection)
         self.sms = AfricasTalkingTransport(config)
 
     def send(self, message: _Claimed) -> Outcome:
         if message.channel == "sms":
             return self.sms.send(recipient=message.recipient, text=message.body_text)
-        return self.email.send(recipient=message.recipient, recipient_name=message.recipient_name,
-                               subject=message.subject, text=message.body_text, html=message.body_html,
-                               message_id=message.message_id_header or f"<{message.id}@karibu.localhost>")
+        connection = self._idle.get()
+        try:
+            return connection.send(recipient=message.recipient, recipient_name=message.recipient_name,
+                                   subject=message.subject, text=message.body_text, html=message.body_html,
+                                   message_id=message.message_id_header or f"<{message.id}@karibu.localhost>")
+        finally:
+            self._idle.put(connection)
 
     def close(self) -> None:
-        self.email.close()
+        for connection in self._connections:
+            connection.close()
         self.sms.close()
 
 
@@ -112,11 +125,12 @@ def drain_due_messages(time_budget: float = DRAIN_TIME_BUDGET) -> DrainResult:
     reports: list[AttemptReport] = []
     transports = Transports()
     try:
-        while time.monotonic() - started < time_budget:
-            token, expires, ids = claim_due(runtime.clock.now())
-            if not ids:
-                return DrainResult(reports, more_due=False)
-            reports.extend(_send_batch(_load(ids), token, expires, transports))
+        with ThreadPoolExecutor(SENDER_CONNECTIONS, thread_name_prefix="message-sender") as senders:
+            while time.monotonic() - started < time_budget:
+                token, expires, ids = claim_due(runtime.clock.now())
+                if not ids:
+                    return DrainResult(reports, more_due=False)
+                reports.extend(_send_batch(_load(ids), token, expires, transports, senders))
         return DrainResult(reports, more_due=True)
     finally:
         transports.close()
@@ -132,17 +146,21 @@ def _load(ids: list[str]) -> list[_Claimed]:
     return [_Claimed(*row) for row in rows]
 
 
-def _send_batch(messages: list[_Claimed], token: str, expires: datetime,
-                transports: Transports) -> list[AttemptReport]:
-    # Stop starting sends well before the lease could lapse (each send is bounded by MAIL_TIMEOUT per step).
+def _send_batch(messages: list[_Claimed], token: str, expires: datetime, transports: Transports,
+                senders: ThreadPoolExecutor) -> list[AttemptReport]:
+    """Send a claimed batch on the sender threads (they touch no database session); record the outcomes."""
+    # Never start a send once the lease could lapse before it ends (each SMTP step is bounded by MAIL_TIMEOUT).
     deadline = expires - timedelta(seconds=settings().MAIL_TIMEOUT * 4)
-    done: list[tuple[_Claimed, datetime, Outcome]] = []
-    for message in messages:
-        if runtime.clock.now() >= deadline:
-            break
+
+    def attempt(message: _Claimed) -> tuple[_Claimed, datetime, Outcome | None]:
         attempted_at = runtime.clock.now()
-        done.append((message, attempted_at, transports.send(message)))
-    unsent = [message.id for message in messages[len(done):]]
+        if attempted_at >= deadline:
+            return message, attempted_at, None
+        return message, attempted_at, transports.send(message)
+
+    results = list(senders.map(attempt, messages))
+    done = [(message, at, outcome) for message, at, outcome in results if outcome is not None]
+    unsent = [message.id for message, _, outcome in results if outcome is None]
     return _record(done, unsent, token)
 
 
