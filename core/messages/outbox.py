@@ -7,18 +7,21 @@ job was lost. Messages are rendered here, in the request, so the row holds exact
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Sequence
+
+from markupsafe import escape
 
 from sqlalchemy import event as sa_event
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from core.config import settings
-from core.decisions import ANSWERABLE_DECISIONS, decision_response_token
+from core.decisions import ANSWERABLE_DECISIONS, decision_response_tokens
 from core.extensions import db, redis_connection
 from core.i18n import DEFAULT_LANGUAGE, supported_language
 from core.messages.addresses import address_of, header_safe, valid_email, valid_international_phone
-from core.messages.render import render_email, render_sms
+from core.messages.render import RenderedEmail, render_email, render_sms
 from core.messages.runtime import runtime
 from core.models import Applicant, Application, Cycle, Decision, Institution, Program, new_id
 from core.models.messages import Message
@@ -34,11 +37,18 @@ DRAIN_JOB_TIMEOUT = 180
 DECISION_TEMPLATE = "decision"
 RESPONSE_PATH = "/decisions/respond/"
 _DRAIN_AFTER_COMMIT = "karibu_messages_drain_after_commit"
+# Stand-ins for an applicant's own values while a template is rendered once for many applicants.
+_STAND_IN = secrets.token_hex(6)
+FIRST_NAME, LAST_NAME, LINK = (f"KaribuFirstName{_STAND_IN}", f"KaribuLastName{_STAND_IN}",
+                               f"KaribuLink{_STAND_IN}")
 
 
-def response_link(decision: Decision) -> str:
-    """The applicant's absolute accept/decline link (PUBLIC_BASE_URL + /decisions/respond/<token>)."""
-    return settings().PUBLIC_BASE_URL.rstrip("/") + RESPONSE_PATH + decision_response_token(decision)
+def response_links(decisions: Sequence[Decision]) -> dict[str, str]:
+    """The applicants' absolute accept/decline links (PUBLIC_BASE_URL + /decisions/respond/<token>) of the
+    decisions that can be answered, by decision id."""
+    base = settings().PUBLIC_BASE_URL.rstrip("/") + RESPONSE_PATH
+    tokens = decision_response_tokens(d for d in decisions if d.status in ANSWERABLE_DECISIONS)
+    return {decision_id: base + token for decision_id, token in tokens.items()}
 
 
 def sms_enabled() -> bool:
@@ -66,20 +76,20 @@ def queue_decision_messages(decisions: Sequence[Decision]) -> int:
     config = settings()
     sender_domain = address_of(config.MAIL_DEFAULT_SENDER).rpartition("@")[2] or "karibu.localhost"
     with_sms = sms_enabled()
+    links = response_links(decisions)
     now = runtime.clock.now()
     messages: list[dict] = []
     # Rendered language by language: Flask-Babel switches its catalogue once per group.
     ordered = sorted(rows, key=lambda row: _language_of(row[1], row[4]))
+    templates = _RenderedOnce()
     for application_id, applicant, program_name, cycle_name, institution in ordered:
         decision = by_application[application_id]
         language = _language_of(applicant, institution)
-        context = {
-            "first_name": applicant.first_name, "last_name": applicant.last_name,
-            "institution": institution.name, "program": program_name, "cycle": cycle_name,
-            "decision": decision.status, "language": language,
-            "link": response_link(decision) if decision.status in ANSWERABLE_DECISIONS else None,
-        }
-        email = render_email(DECISION_TEMPLATE, language, context)
+        answerable = decision.status in ANSWERABLE_DECISIONS
+        shared = (language, institution.name, program_name, cycle_name, decision.status, answerable)
+        personal = {LINK: links.get(decision.id, ""), FIRST_NAME: applicant.first_name,
+                    LAST_NAME: applicant.last_name}
+        email = templates.email(shared, personal)
         message_id = new_id("msg")
         messages.append(_row(
             message_id, decision, "email", applicant.email, language, now,
@@ -90,13 +100,47 @@ def queue_decision_messages(decisions: Sequence[Decision]) -> int:
             messages.append(_row(
                 new_id("msg"), decision, "sms", applicant.phone, language, now,
                 recipient_name=f"{applicant.first_name} {applicant.last_name}",
-                body_text=render_sms(DECISION_TEMPLATE, language, context),
+                body_text=templates.sms(shared, personal),
                 problem=None if valid_international_phone(applicant.phone) else
                 "The phone number is not in international format (+ and country code); nothing was sent."))
     db.session.execute(insert(Message.__table__), messages)
     if any(message["status"] == "queued" for message in messages):
         drain_after_commit()
     return len(messages)
+
+
+class _RenderedOnce:
+    """Renders each distinct (language, institution, program, cycle, decision) once, with stand-ins for the
+    applicant's name and link, and fills those in per applicant: a bulk send of 500 decisions renders its
+    templates a handful of times, not 500. HTML gets the values escaped, text gets them as they are."""
+
+    def __init__(self):
+        self._emails: dict[tuple, RenderedEmail] = {}
+        self._sms: dict[tuple, str] = {}
+
+    @staticmethod
+    def _context(shared: tuple) -> dict:
+        language, institution, program, cycle, decision, answerable = shared
+        return {"first_name": FIRST_NAME, "last_name": LAST_NAME, "institution": institution, "program": program,
+                "cycle": cycle, "decision": decision, "language": language, "link": LINK if answerable else None}
+
+    @staticmethod
+    def _fill(text: str, personal: dict, html: bool = False) -> str:
+        for stand_in, value in personal.items():  # the link first: names can never contain a later stand-in
+            text = text.replace(stand_in, str(escape(value)) if html else value)
+        return text
+
+    def email(self, shared: tuple, personal: dict) -> RenderedEmail:
+        if shared not in self._emails:
+            self._emails[shared] = render_email(DECISION_TEMPLATE, shared[0], self._context(shared))
+        template = self._emails[shared]
+        return RenderedEmail(subject=self._fill(template.subject, personal), text=self._fill(template.text, personal),
+                             html=self._fill(template.html, personal, html=True))
+
+    def sms(self, shared: tuple, personal: dict) -> str:
+        if shared not in self._sms:
+            self._sms[shared] = render_sms(DECISION_TEMPLATE, shared[0], self._context(shared))
+        return self._fill(self._sms[shared], personal)
 
 
 def _language_of(applicant: Applicant, institution: Institution) -> str:
