@@ -17,9 +17,11 @@ messages_group = AppGroup("messages", help="Inspect the emails and SMS sent to a
 
 @messages_group.command("list")
 @click.option("--institution", "institution_id", default=None, help="Only this institution's (ins_…).")
-@click.option("--status", type=click.Choice(MESSAGE_STATUSES), default=None, help="Only messages with this status.")
+@click.option("--status", type=click.Choice(MESSAGE_STATUSES), default=None,
+              help="Only messages with this status.")
 @click.option("--channel", type=click.Choice(CHANNELS), default=None, help="Only email or only SMS.")
-@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 500), help="Newest messages to show.")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 500),
+              help="Newest messages to show.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @domain_errors_as_usage
 def list_command(institution_id: str | None, status: str | None, channel: str | None, limit: int,
@@ -41,6 +43,6 @@ def list_command(institution_id: str | None, status: str | None, channel: str | 
         click.echo("No messages.")
         return
     for r in rows:
+        error = f"  error: {r['last_error']}" if r["last_error"] and r["status"] != "sent" else ""
         click.echo(f"{r['id']}  {r['created_at']}  {r['channel']:<5} {r['status']:<15} attempts={r['attempts']} "
-                   f"{r['recipient']}" + (f"  error: {r['last_error']}" if r["last_error"] and r["status"] != "sent"
-                                          else ""))
+                   f"{r['recipient']}{error}")

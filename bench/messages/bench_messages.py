@@ -189,8 +189,8 @@ def throughput(args) -> None:
                 for recipient, payload in payloads:
                     smtp.sendmail("no-reply@karibu.localhost", [recipient], payload)
             prebuilt_rates.append(len(payloads) / (time.perf_counter() - started))
-            print(f"run {run + 1}: worker {worker_rates[-1]:7.1f} msg/s   bare smtplib {bare_rates[-1]:7.1f} msg/s   "
-                  f"bare, prebuilt bytes {prebuilt_rates[-1]:7.1f} msg/s")
+            print(f"run {run + 1}: worker {worker_rates[-1]:7.1f} msg/s   bare smtplib {bare_rates[-1]:7.1f} "
+                  f"msg/s   bare, prebuilt bytes {prebuilt_rates[-1]:7.1f} msg/s")
         print(f"load average at end: {os.getloadavg()}")
         for label, rates in (("worker", worker_rates), ("bare smtplib", bare_rates),
                              ("bare, prebuilt", prebuilt_rates)):
@@ -198,7 +198,8 @@ def throughput(args) -> None:
                   f"max {max(rates):7.1f} msg/s")
         worker = statistics.median(worker_rates)
         print(f"ratio of medians, worker / bare smtplib: {worker / statistics.median(bare_rates):.2f}")
-        print(f"ratio of medians, worker / bare with prebuilt bytes: {worker / statistics.median(prebuilt_rates):.2f}")
+        prebuilt = statistics.median(prebuilt_rates)
+        print(f"ratio of medians, worker / bare with prebuilt bytes: {worker / prebuilt:.2f}")
     finally:
         sink.stdin.close()
         sink.wait(timeout=10)

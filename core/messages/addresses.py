@@ -5,7 +5,8 @@ import re
 from email.utils import formataddr, parseaddr
 
 # One address, no display name, no spaces, no control characters (CR/LF included), one @, a dotted domain.
-_EMAIL = re.compile(r"^[^@\s\x00-\x1f\x7f<>(),;:\"\[\]\\]+@[^@\s\x00-\x1f\x7f<>(),;:\"\[\]\\]+\.[^@\s\x00-\x1f\x7f<>(),;:\"\[\]\\]+$")
+_ATOM = r"[^@\s\x00-\x1f\x7f<>(),;:\"\[\]\\]+"
+_EMAIL = re.compile(rf"^{_ATOM}@{_ATOM}\.{_ATOM}$")
 _INTERNATIONAL_PHONE = re.compile(r"^\+[1-9][0-9]{6,14}$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 

@@ -103,10 +103,27 @@ def queue_decision_messages(decisions: Sequence[Decision]) -> int:
                 body_text=templates.sms(shared, personal),
                 problem=None if valid_international_phone(applicant.phone) else
                 "The phone number is not in international format (+ and country code); nothing was sent."))
-    db.session.execute(insert(Message.__table__), messages)
+    _write(messages)
     if any(message["status"] == "queued" for message in messages):
         drain_after_commit()
     return len(messages)
+
+
+def _write(rows: list[dict]) -> None:
+    """Insert the rows in the session's transaction: with COPY on PostgreSQL (a bulk send writes hundreds of
+    rows inside the request; COPY takes about half the time of a multi-row INSERT), else one INSERT."""
+    if not rows:
+        return
+    db.session.flush()  # the decisions the rows refer to are written first
+    connection = db.session.connection()
+    if connection.dialect.name != "postgresql":
+        connection.execute(insert(Message.__table__), rows)
+        return
+    columns = list(rows[0])
+    with connection.connection.driver_connection.cursor() as cursor:
+        with cursor.copy(f"COPY messages ({', '.join(columns)}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row([row[column] for column in columns])
 
 
 class _RenderedOnce:
@@ -134,7 +151,8 @@ class _RenderedOnce:
         if shared not in self._emails:
             self._emails[shared] = render_email(DECISION_TEMPLATE, shared[0], self._context(shared))
         template = self._emails[shared]
-        return RenderedEmail(subject=self._fill(template.subject, personal), text=self._fill(template.text, personal),
+        return RenderedEmail(subject=self._fill(template.subject, personal),
+                             text=self._fill(template.text, personal),
                              html=self._fill(template.html, personal, html=True))
 
     def sms(self, shared: tuple, personal: dict) -> str:

@@ -1,4 +1,5 @@
-"""Render a message from its templates (`templates/applicant_messages/`) in the recipient's language (Flask-Babel)."""
+"""Render a message from its templates (`templates/applicant_messages/`) in the recipient's language with
+Flask-Babel."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -33,5 +34,5 @@ def render_email(template: str, language: str | None, context: dict) -> Rendered
 def render_sms(template: str, language: str | None, context: dict) -> str:
     """The text of `templates/applicant_messages/<template>.sms.txt` in `language`, on as few lines as it needs."""
     with force_locale(supported_language(language) or DEFAULT_LANGUAGE):
-        return "\n".join(line.strip() for line in _render(f"applicant_messages/{template}.sms.txt", context).strip()
-                         .splitlines() if line.strip())
+        rendered = _render(f"applicant_messages/{template}.sms.txt", context)
+        return "\n".join(line.strip() for line in rendered.splitlines() if line.strip())

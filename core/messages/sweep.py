@@ -12,7 +12,8 @@ from core.models.messages import Message
 
 
 def count_due_messages() -> int:
-    count = db.session.scalar(select(func.count()).select_from(Message).where(*due_conditions(runtime.clock.now())))
+    due = due_conditions(runtime.clock.now())
+    count = db.session.scalar(select(func.count()).select_from(Message).where(*due))
     db.session.rollback()
     return count
 

@@ -122,3 +122,16 @@ def test_cli_lists_messages_as_json(mail_app, smtp, factory):
 def test_the_openapi_document_names_the_public_base_url(app, client, monkeypatch):
     monkeypatch.setitem(app.config, "PUBLIC_BASE_URL", "https://admissions.example.ac.ke")
     assert client.get("/api/v1/openapi.json").json["servers"] == [{"url": "https://admissions.example.ac.ke"}]
+
+
+def test_the_portals_bulk_send_emails_every_applicant_once(mail_app, smtp, factory):
+    institution = factory.institution("Mbarara University")
+    applications = [factory.application(institution, email=f"bulk{n}@example.com") for n in range(3)]
+    client, token = _signed_in(mail_app, factory, institution, role="staff")
+    data = {"ids": [a.id for a in applications], "decision": "accepted", "send_decision": "true",
+            "csrf_token": token}
+    assert client.post("/applicants/bulk", data=data).status_code == 302
+    assert client.post("/applicants/bulk", data=data).status_code == 302  # sent twice: nothing more
+    drain_now(mail_app)
+    assert sorted(r.recipients[0] for r in smtp.received) == [f"bulk{n}@example.com" for n in range(3)]
+    assert {m.status for m in all_messages(mail_app)} == {"sent"} and len(all_messages(mail_app)) == 3
