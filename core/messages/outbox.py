@@ -171,7 +171,7 @@ def _row(message_id: str, decision: Decision, channel: str, recipient: str, lang
          message_id_header: str | None = None, problem: str | None) -> dict:
     return {
         "id": message_id, "institution_id": decision.institution_id, "application_id": decision.application_id,
-        "decision_id": decision.id, "channel": channel, "recipient": (recipient or "")[:254],
+        "decision_id": decision.id, "channel": channel, "recipient": header_safe(recipient, 254),
         "recipient_name": header_safe(recipient_name), "template": DECISION_TEMPLATE, "language": language,
         "subject": header_safe(subject, 300), "body_text": body_text, "body_html": body_html,
         "message_id_header": message_id_header, "status": "failed" if problem else "queued", "attempts": 0,
