@@ -155,14 +155,19 @@ def applicants_bulk():
 @bp.post("/applicants/<application_id>/send-decision")
 @staff_required
 def applicant_send_decision(application_id: str):
-    """Release the current decision to the applicant (emits decision.sent)."""
-    apply_updates(g.scope, parse_updates({"updates": [{"id": application_id, "send_decision": True}]}),
-                  emit_application_updated=current_app.config["EMIT_APPLICATION_UPDATED"])
-    audit("decision.send", application_id)
+    """Release the current decision to the applicant (emits decision.sent and queues the messages); a
+    decision already sent is not sent again."""
+    outcome = apply_updates(g.scope, parse_updates({"updates": [{"id": application_id, "send_decision": True}]}),
+                            emit_application_updated=current_app.config["EMIT_APPLICATION_UPDATED"])
+    sent = outcome.updated > 0
+    audit("decision.send", application_id, status=200 if sent else 409)
     file = applicant_file(g.scope, application_id)
     if is_partial_request():
-        return render_page("applicants/partial/decisions.html", file=file, record=file.record, sent=True,
-                           answer_form=RecordAnswerForm())
+        return render_page("applicants/partial/decisions.html", file=file, record=file.record, sent=sent,
+                           already_sent=not sent, answer_form=RecordAnswerForm())
+    if not sent:
+        flash("This decision had already been sent; nothing was sent again.", "info")
+        return redirect(url_for("portal.applicant_detail", application_id=application_id))
     flash("The decision was sent to the applicant.", "ok")
     return redirect(url_for("portal.applicant_detail", application_id=application_id))
 

@@ -135,3 +135,15 @@ def test_the_portals_bulk_send_emails_every_applicant_once(mail_app, smtp, facto
     drain_now(mail_app)
     assert sorted(r.recipients[0] for r in smtp.received) == [f"bulk{n}@example.com" for n in range(3)]
     assert {m.status for m in all_messages(mail_app)} == {"sent"} and len(all_messages(mail_app)) == 3
+
+
+def test_sending_a_decision_twice_from_the_file_says_nothing_was_sent_again(mail_app, smtp, factory):
+    institution = factory.institution()
+    application = factory.application(institution, decision="accepted")
+    client, token = _signed_in(mail_app, factory, institution, role="staff")
+    headers = {"HX-Request": "true", "X-CSRFToken": token}
+    first = client.post(f"/applicants/{application.id}/send-decision", headers=headers)
+    assert "The decision was sent to the applicant." in first.get_data(as_text=True)
+    again = client.post(f"/applicants/{application.id}/send-decision", headers=headers)
+    assert "had already been sent; nothing was sent again" in again.get_data(as_text=True)
+    assert len(all_messages(mail_app)) == 1
