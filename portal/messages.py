@@ -19,8 +19,8 @@ from portal.security import admin_required, audit, staff_required
 
 PAGE_SIZE = 50
 # The HTML part is shown on its own, sandboxed: no script, no form, nothing loaded from elsewhere.
-EMAIL_PREVIEW_POLICY = ("sandbox allow-popups allow-popups-to-escape-sandbox; default-src 'none'; "
-                        "style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'")
+EMAIL_PREVIEW_POLICY = ("sandbox allow-popups allow-popups-to-escape-sandbox allow-top-navigation-by-user-activation; "
+                        "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'")
 
 
 def _filter(name: str, allowed: tuple[str, ...]) -> str | None:
