@@ -79,10 +79,8 @@ def queue_decision_messages(decisions: Sequence[Decision]) -> int:
     links = response_links(decisions)
     now = runtime.clock.now()
     messages: list[dict] = []
-    # Rendered language by language: Flask-Babel switches its catalogue once per group.
-    ordered = sorted(rows, key=lambda row: _language_of(row[1], row[4]))
     templates = _RenderedOnce()
-    for application_id, applicant, program_name, cycle_name, institution in ordered:
+    for application_id, applicant, program_name, cycle_name, institution in rows:
         decision = by_application[application_id]
         language = _language_of(applicant, institution)
         answerable = decision.status in ANSWERABLE_DECISIONS
