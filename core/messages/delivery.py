@@ -8,6 +8,7 @@ the same Message-ID, so mail clients show it once.
 """
 from __future__ import annotations
 
+import logging
 import queue
 import secrets
 import time
@@ -23,6 +24,8 @@ from core.messages.runtime import runtime
 from core.messages.schedule import next_attempt_at
 from core.messages.transports import AfricasTalkingTransport, Outcome, SmtpTransport
 from core.models.messages import SENDABLE_MESSAGE_STATUSES, Message
+
+log = logging.getLogger(__name__)
 
 CLAIM_BATCH = 50
 LEASE = timedelta(minutes=10)
@@ -156,7 +159,11 @@ def _send_batch(messages: list[_Claimed], token: str, expires: datetime, transpo
         attempted_at = runtime.clock.now()
         if attempted_at >= deadline:
             return message, attempted_at, None
-        return message, attempted_at, transports.send(message)
+        try:
+            return message, attempted_at, transports.send(message)
+        except Exception as error:  # a bug must not lose the outcomes of the rest of the batch
+            log.exception("sending message %s failed unexpectedly", message.id)
+            return message, attempted_at, Outcome.temporary(f"Unexpected error: {error.__class__.__name__}: {error}")
 
     results = list(senders.map(attempt, messages))
     done = [(message, at, outcome) for message, at, outcome in results if outcome is not None]
