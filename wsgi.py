@@ -6,6 +6,7 @@ import os
 import re
 import time
 import uuid
+from pathlib import Path
 
 from flask import Flask, g, request
 from werkzeug.exceptions import HTTPException
@@ -20,9 +21,11 @@ from api.health import health_bp
 from cli import COMMANDS
 from core.audit import record_request, redact_path
 from core.config import Settings
-from core.extensions import csrf, db, limiter, login_manager, migrate
+from core.extensions import babel, csrf, db, limiter, login_manager, migrate
+from core.i18n import compile_catalogues
 from jobs.cli import worker_command
 from portal.errors import html_error
+from portal.i18n import select_locale
 from portal.public import public_bp
 
 REQUEST_ID_HEADER = "X-Request-Id"
@@ -110,6 +113,8 @@ def register_extensions(app: Flask) -> None:
     login_manager.init_app(app)
     csrf.init_app(app)
     limiter.init_app(app)
+    translations = compile_catalogues(Path(app.instance_path) / "translations")
+    babel.init_app(app, locale_selector=select_locale, default_translation_directories=str(translations))
 
 
 def register_blueprints(app: Flask) -> None:

@@ -57,7 +57,7 @@ def _finish_api_response(response):
 @bp.get("/openapi.json")
 def openapi_json():
     """The OpenAPI 3.1 document (public: it describes the API, it holds no data)."""
-    return jsonify(openapi_document())
+    return jsonify({**openapi_document(), "servers": [{"url": current_app.config["PUBLIC_BASE_URL"]}]})
 
 
 openapi_json.public = True

@@ -1,5 +1,5 @@
 """Everything staff see about one application: the record, the applicant, payments, decisions,
-documents and the event timeline."""
+documents, the event timeline and the messages sent to the applicant."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from core.applicant_checks import checks_for
 from core.errors import NotFound
 from core.extensions import db
+from core.messages.log import messages_of_application
 from core.models import Applicant, ApplicantCheck, Application, Decision, Document, Event, Payment
+from core.models.messages import Message
 from core.partner_records import application_record, application_select
 from core.scoping import InstitutionScope
 
@@ -21,6 +23,7 @@ class ApplicantFile:
     documents: list[Document]
     checks: list[ApplicantCheck]
     events: list[Event]
+    messages: list[Message]
 
 
 def applicant_file(scope: InstitutionScope, application_id: str) -> ApplicantFile:
@@ -45,6 +48,7 @@ def applicant_file(scope: InstitutionScope, application_id: str) -> ApplicantFil
         documents=owned(Document, (Document.kind, Document.filename)),
         checks=checks_for(scope, application_id),
         events=events,
+        messages=messages_of_application(scope, application_id),
     )
 
 

@@ -13,6 +13,7 @@ from sqlalchemy import func
 from core import events
 from core.errors import Conflict, InvalidInput, NotFound
 from core.extensions import db
+from core.i18n import supported_language
 from core.models import Applicant, Application, Cycle, Institution, Program, Stage, utcnow
 from core.scoping import InstitutionScope
 from core.text import applicant_search_text
@@ -77,11 +78,12 @@ def clean_applicant_fields(fields: ApplicantFields) -> ApplicantFields:
 
 
 def submit_application(scope: InstitutionScope, program_id: str, cycle_id: str, applicant: ApplicantFields, *,
-                       submitted_by_staff: bool = False) -> Application:
+                       submitted_by_staff: bool = False, language: str | None = None) -> Application:
     """Create the applicant and the application and emit `application.submitted`, in one commit.
 
     The cycle must be open and offer the program. The same email cannot apply twice to the same program in
-    the same cycle (409), which also makes a double-clicked submit harmless.
+    the same cycle (409), which also makes a double-clicked submit harmless. `language` (en, fr, sw) is the
+    one messages to the applicant are written in; None or any other value: the institution's default.
     """
     active_institution(scope)
     fields = clean_applicant_fields(applicant)
@@ -110,7 +112,8 @@ def submit_application(scope: InstitutionScope, program_id: str, cycle_id: str, 
                        field="email")
 
     person = Applicant(institution_id=scope.institution_id, first_name=fields.first_name, last_name=fields.last_name,
-                       email=fields.email, phone=fields.phone, created_at=now,
+                       email=fields.email, phone=fields.phone, language=supported_language(language),
+                       created_at=now,
                        search_text=applicant_search_text(fields.first_name, fields.last_name, fields.email))
     db.session.add(person)
     db.session.flush()

@@ -68,6 +68,26 @@ class Settings(BaseSettings):
     FLUTTERWAVE_SECRET_HASH: str = ""
     # Per client address, for the public apply form and decision-response page (POSTs only).
     PUBLIC_FORM_RATE_LIMIT: str = "20/minute"
+    # Messages to applicants (docs/messages.md)
+    # Base of the absolute links in messages (and the OpenAPI document's server).
+    PUBLIC_BASE_URL: str = "http://127.0.0.1:8000"
+    # SMTP, with Flask-Mail's names. MAIL_SERVER "" = email not configured (scripts/run.sh starts a local sink).
+    MAIL_SERVER: str = ""
+    MAIL_PORT: int = 25
+    MAIL_USERNAME: str = ""
+    MAIL_PASSWORD: str = ""
+    MAIL_USE_TLS: bool = False  # STARTTLS after connecting
+    MAIL_USE_SSL: bool = False  # TLS from the first byte (port 465)
+    MAIL_DEFAULT_SENDER: str = "Karibu <no-reply@karibu.localhost>"
+    # Seconds an SMTP connection or command may take before the attempt counts as a temporary failure.
+    MAIL_TIMEOUT: float = 15.0
+    # SMS: SMS_PROVIDER=africastalking turns it on ("" = no SMS).
+    SMS_PROVIDER: str = ""
+    AFRICASTALKING_USERNAME: str = ""
+    AFRICASTALKING_API_KEY: str = ""
+    SMS_SENDER_ID: str = ""
+    # "" = the gateway's live API (its sandbox API for the username "sandbox"); the local stand-in in development.
+    AFRICASTALKING_API_URL: str = ""
 
     def flask_config(self) -> dict:
         config = self.model_dump()

@@ -6,6 +6,7 @@ a different one is refused. Recording it emits `decision.responded` in the same 
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import timedelta
 
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
@@ -32,6 +33,12 @@ def _serializer() -> URLSafeTimedSerializer:
 def decision_response_token(decision: Decision) -> str:
     """The token of the applicant's accept/decline link for this decision (valid 60 days)."""
     return _serializer().dumps({"decision_id": decision.id})
+
+
+def decision_response_tokens(decisions: Iterable[Decision]) -> dict[str, str]:
+    """The link tokens of many decisions, by decision id (one signer for all: a bulk send has hundreds)."""
+    serializer = _serializer()
+    return {decision.id: serializer.dumps({"decision_id": decision.id}) for decision in decisions}
 
 
 def decision_for_token(token: str) -> Decision:

@@ -5,6 +5,7 @@ import sqlite3
 
 import redis
 from flask import current_app
+from flask_babel import Babel
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
 from flask_login import LoginManager
@@ -34,6 +35,7 @@ def _tune_sqlite(dbapi_connection, _record) -> None:
 migrate = Migrate()
 login_manager = LoginManager()
 csrf = CSRFProtect()
+babel = Babel()
 
 
 # Rate-limit headers are written by the API itself (api.auth.add_rate_limit_headers).

@@ -5,7 +5,7 @@ from rq import Queue
 
 from core.extensions import redis_connection
 
-QUEUE_NAMES = ("webhooks", "default")
+QUEUE_NAMES = ("webhooks", "messages", "default")
 DEFAULT_JOB_TIMEOUT = 60
 
 

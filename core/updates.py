@@ -22,6 +22,7 @@ from sqlalchemy.orm import selectinload
 from core import events
 from core.errors import InvalidInput
 from core.extensions import db
+from core.messages.outbox import queue_decision_messages
 from core.models.admissions import DECISION_NONE, DECISIONS, Application, Decision, Stage
 from core.models.base import utcnow
 from core.partner_records import application_record, application_select
@@ -293,6 +294,7 @@ def apply_updates(
     db.session.flush()
     for decision in sent:
         events.emit_decision_sent(decision)
+    queue_decision_messages(sent)
     if emit_application_updated:
         for application in changed:
             events.emit_application_updated(application)

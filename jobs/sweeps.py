@@ -13,6 +13,7 @@ from rq.job import Job
 
 from core.counts import compact_counts
 from core.extensions import db, redis_connection
+from core.messages.sweep import sweep_due_messages
 from core.queue import queue
 from core.webhooks.sweep import sweep_due_deliveries
 
@@ -22,12 +23,12 @@ CHAIN_KEY = "karibu:webhooks:sweep:next"
 
 
 def sweep() -> int:
-    """Queue due deliveries whose job is missing, then schedule the next sweep of this chain."""
+    """Queue due deliveries and messages whose job is missing, then schedule the next sweep of this chain."""
     current = get_current_job()
     connection = redis_connection()
     if current is not None and (connection.get(CHAIN_KEY) or b"").decode() != current.id:
         return 0  # a newer chain replaced this one
-    queued = sweep_due_deliveries()
+    queued = sweep_due_deliveries() + sweep_due_messages()
     compact_counts()  # keeps counter reads at about one row per combination
     schedule_next_sweep(SWEEP_INTERVAL)
     return queued

@@ -23,6 +23,8 @@ from portal import (  # noqa: F401
     cycles,
     dashboard,
     keys,
+    messages,
+    responses,
     users,
     verification,
     webhooks,

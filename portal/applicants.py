@@ -18,18 +18,12 @@ from core.overview import cycles, programs
 from core.partner_records import application_record
 from core.updates import MAX_UPDATES, apply_updates, parse_updates
 from portal import bp
-from portal.forms import ActionForm, BulkUpdateForm, submitted
+from portal.applicant_timeline import timeline_context
+from portal.forms import ActionForm, BulkUpdateForm, RecordAnswerForm, submitted
 from portal.rendering import is_partial_request, render_page
 from portal.security import audit, safe_next, staff_required
 
 PAGE_SIZE = 50
-EVENT_LABELS = {
-    "application.submitted": "Application submitted",
-    "application.updated": "Application updated",
-    "decision.sent": "Decision sent",
-    "decision.responded": "Applicant answered the decision",
-    "payment.completed": "Payment completed",
-}
 
 
 @dataclass(frozen=True)
@@ -100,8 +94,8 @@ def applicants():
 def applicant_detail(application_id: str):
     file = applicant_file(g.scope, application_id)
     audit("applicant.view", application_id)
-    return render_page("applicants/detail.html", file=file, record=file.record, event_labels=EVENT_LABELS,
-                       stage_names=_stage_names())
+    return render_page("applicants/detail.html", file=file, record=file.record, stage_names=_stage_names(),
+                       answer_form=RecordAnswerForm(), **timeline_context(file))
 
 
 @bp.get("/applicants/<application_id>/documents/<document_id>")
@@ -162,14 +156,20 @@ def applicants_bulk():
 @bp.post("/applicants/<application_id>/send-decision")
 @staff_required
 def applicant_send_decision(application_id: str):
-    """Release the current decision to the applicant (emits decision.sent)."""
+    """Release the current decision to the applicant (emits decision.sent and queues the messages); a
+    decision already sent is not sent again."""
     submitted(ActionForm())
-    apply_updates(g.scope, parse_updates({"updates": [{"id": application_id, "send_decision": True}]}),
-                  emit_application_updated=current_app.config["EMIT_APPLICATION_UPDATED"])
-    audit("decision.send", application_id)
+    outcome = apply_updates(g.scope, parse_updates({"updates": [{"id": application_id, "send_decision": True}]}),
+                            emit_application_updated=current_app.config["EMIT_APPLICATION_UPDATED"])
+    sent = outcome.updated > 0
+    audit("decision.send", application_id, status=200 if sent else 409)
     file = applicant_file(g.scope, application_id)
     if is_partial_request():
-        return render_page("applicants/partial/decisions.html", file=file, record=file.record, sent=True)
+        return render_page("applicants/partial/decisions.html", file=file, record=file.record, sent=sent,
+                           already_sent=not sent, answer_form=RecordAnswerForm())
+    if not sent:
+        flash("This decision had already been sent; nothing was sent again.", "info")
+        return redirect(url_for("portal.applicant_detail", application_id=application_id))
     flash("The decision was sent to the applicant.", "ok")
     return redirect(url_for("portal.applicant_detail", application_id=application_id))
 

@@ -83,3 +83,18 @@ def verification_form(issuer: dict) -> VerificationForm:
     """A VerificationForm with a text field for each of the issuer's request fields."""
     fields = {field["name"]: StringField(filters=[_strip]) for field in issuer["fields"]}
     return type(f"{issuer['code'].title()}VerificationForm", (VerificationForm,), fields)()
+
+
+class ResendMessageForm(FlaskForm):
+    """Resend one failed message (the form carries only its CSRF token)."""
+
+
+class DefaultLanguageForm(FlaskForm):
+    language = SelectField("Language for applicants who did not choose one", choices=[
+        ("en", "English"), ("fr", "Français (French)"), ("sw", "Kiswahili (Swahili)")])
+
+
+class RecordAnswerForm(FlaskForm):
+    response = SelectField("Applicant's answer", choices=[("accepted", "Accepted the decision"),
+                                                         ("declined", "Declined the decision")],
+                           validators=[DataRequired("Choose the applicant's answer.")])

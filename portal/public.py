@@ -1,7 +1,8 @@
 """Public pages without sign-in: the apply form and the applicant's accept/decline page for a decision."""
 from __future__ import annotations
 
-from flask import Blueprint, current_app, g, redirect, render_template, session, url_for
+from flask import Blueprint, current_app, g, redirect, render_template, request, session, url_for
+from flask_babel import gettext, lazy_gettext
 from flask_wtf import FlaskForm
 from wtforms import SelectField, StringField
 from wtforms.validators import AnyOf, DataRequired, Length
@@ -11,7 +12,9 @@ from core.audit import AuditEntry
 from core.decisions import ANSWERABLE_DECISIONS, RESPONSES, decision_for_token, record_decision_response
 from core.errors import Conflict, InvalidInput
 from core.extensions import limiter
+from core.i18n import LANGUAGES
 from core.scoping import InstitutionScope
+from portal.i18n import use_language, visitor_language
 
 public_bp = Blueprint("public", __name__)
 _SUBMITTED_KEY = "karibu_submitted_application"
@@ -27,13 +30,21 @@ def _public_form_limit() -> str:
     return current_app.config["PUBLIC_FORM_RATE_LIMIT"]
 
 
+@public_bp.context_processor
+def _languages() -> dict:
+    return {"public_languages": LANGUAGES}
+
+
 class ApplyForm(FlaskForm):
-    cycle_id = SelectField("Admission cycle", validators=[DataRequired()], validate_choice=False)
-    program_id = SelectField("Program", validators=[DataRequired()], validate_choice=False)
-    first_name = StringField("First name", validators=[DataRequired(), Length(max=100)])
-    last_name = StringField("Last name", validators=[DataRequired(), Length(max=100)])
-    email = StringField("Email", validators=[DataRequired(), Length(max=254)])
-    phone = StringField("Phone", validators=[DataRequired(), Length(max=32)])
+    cycle_id = SelectField(lazy_gettext("Admission cycle"), validators=[DataRequired()], validate_choice=False)
+    program_id = SelectField(lazy_gettext("Program"), validators=[DataRequired()], validate_choice=False)
+    first_name = StringField(lazy_gettext("First name"), validators=[DataRequired(), Length(max=100)])
+    last_name = StringField(lazy_gettext("Last name"), validators=[DataRequired(), Length(max=100)])
+    email = StringField(lazy_gettext("Email"), validators=[DataRequired(), Length(max=254)])
+    phone = StringField(lazy_gettext("Phone"), validators=[DataRequired(), Length(max=32)])
+    # Each language in its own name, so a reader of any of them finds theirs.
+    language = SelectField(lazy_gettext("Language of our messages to you"), choices=list(LANGUAGES.items()),
+                           validators=[DataRequired(), AnyOf(list(LANGUAGES))])
 
 
 class DecisionResponseForm(FlaskForm):
@@ -45,8 +56,9 @@ class DecisionResponseForm(FlaskForm):
 def apply(institution_id: str):
     scope = InstitutionScope(institution_id)
     institution = active_institution(scope)
+    language = use_language(visitor_language(institution.default_language))
     cycles = open_cycles(scope)
-    form = ApplyForm()
+    form = ApplyForm(language=language)
     form.cycle_id.choices = [(cycle.id, cycle.name) for cycle in cycles]
     form.program_id.choices = sorted({program for cycle in cycles for program in cycle.programs},
                                      key=lambda program: program[1])
@@ -55,7 +67,8 @@ def apply(institution_id: str):
         try:
             application = submit_application(
                 scope, form.program_id.data, form.cycle_id.data,
-                ApplicantFields(form.first_name.data, form.last_name.data, form.email.data, form.phone.data))
+                ApplicantFields(form.first_name.data, form.last_name.data, form.email.data, form.phone.data),
+                language=form.language.data)
         except (InvalidInput, Conflict) as error:
             field = getattr(form, error.extra.get("field") or "", None)
             if field is not None:
@@ -66,7 +79,8 @@ def apply(institution_id: str):
             _audit("application.submit", institution.id, "")
         else:
             _audit("application.submit", institution.id, application.id)
-            session[_SUBMITTED_KEY] = {"id": application.id, "email": application.applicant.email}
+            session[_SUBMITTED_KEY] = {"id": application.id, "email": application.applicant.email,
+                                       "language": form.language.data}
             return redirect(url_for("public.applied", institution_id=institution.id))
     elif form.is_submitted():
         status = 400
@@ -79,6 +93,8 @@ def applied(institution_id: str):
     submitted = session.get(_SUBMITTED_KEY)
     if not submitted:
         return redirect(url_for("public.apply", institution_id=institution.id))
+    use_language(request.args.get("lang") or submitted.get("language")
+                 or visitor_language(institution.default_language))
     return render_template("public/applied.html", institution=institution, submitted=submitted)
 
 
@@ -87,6 +103,9 @@ def applied(institution_id: str):
 def respond_to_decision(token: str):
     decision = decision_for_token(token)
     institution = active_institution(InstitutionScope(decision.institution_id))
+    # The applicant's own language (chosen when applying) unless they pick another with ?lang=.
+    use_language(request.args.get("lang") or decision.application.applicant.language
+                 or institution.default_language)
     form = DecisionResponseForm()
     answerable = decision.sent_at is not None and decision.status in ANSWERABLE_DECISIONS
     status = 200
@@ -99,10 +118,10 @@ def respond_to_decision(token: str):
             _audit(f"decision.respond.{form.response.data}", decision.institution_id, decision.id)
         else:
             _audit(f"decision.respond.{form.response.data}", decision.institution_id, decision.id)
-            return redirect(url_for("public.respond_to_decision", token=token))
+            return redirect(url_for("public.respond_to_decision", token=token, lang=request.args.get("lang")))
     elif form.is_submitted():
-        form.form_errors.append("This decision cannot be answered here." if not answerable
-                                else "Choose accept or decline.")
+        form.form_errors.append(gettext("This decision cannot be answered here.") if not answerable
+                                else gettext("Choose accept or decline."))
         status = 409 if not answerable else 400
     response = current_app.make_response((render_template(
         "public/decision.html", decision=decision, application=decision.application, institution=institution,

@@ -43,6 +43,7 @@ NAVIGATION = (
     NavItem("portal.applicants", "Applicants", ("applicant",)),
     NavItem("portal.cycles", "Cycles", ("cycles",)),
     NavItem("portal.verification", "Verification", ("verification",)),
+    NavItem("portal.messages", "Messages", ("message",), admin_only=True),
     NavItem("portal.webhooks", "Webhooks", ("webhooks",), admin_only=True),
     NavItem("portal.api_keys", "API keys", ("api_keys",), admin_only=True),
     NavItem("portal.users", "Users", ("users",), admin_only=True),

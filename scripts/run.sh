@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole Karibu service with demo data: SQLite database (instance/karibu.db), Redis, an RQ worker
-# with its scheduler, the exam-registry simulator and the web server. Ctrl-C stops everything it started.
+# with its scheduler, the exam-registry simulator, a local SMTP sink (when MAIL_SERVER is unset) and the web
+# server. Ctrl-C stops everything it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
@@ -13,7 +14,15 @@ fi
 set -a; source .env; set +a
 export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/0}"
 PORT="${PORT:-8000}"
+export PUBLIC_BASE_URL="${PUBLIC_BASE_URL:-http://127.0.0.1:$PORT}"
 ensure_redis "$REDIS_URL"
+MAIL_SINK=""
+if [ -z "${MAIL_SERVER:-}" ]; then
+  # No mail server configured: emails go over SMTP to a local sink (instance/mail/*.eml) and the portal's
+  # Messages page shows each one.
+  MAIL_SINK=1
+  export MAIL_SERVER=127.0.0.1 MAIL_PORT="${MAIL_SINK_PORT:-8025}" MAIL_USE_TLS=false MAIL_USE_SSL=false
+fi
 
 FLASK=("$PYTHON" -m flask --app wsgi)
 say "Applying database migrations"
@@ -25,6 +34,9 @@ pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; }
 trap cleanup EXIT INT TERM
 
+if [ -n "$MAIL_SINK" ]; then
+  "${FLASK[@]}" mail-sink --port "$MAIL_PORT" >instance/mail-sink.log 2>&1 & pids+=($!)
+fi
 "${FLASK[@]}" worker >instance/worker.log 2>&1 & pids+=($!)
 # No exam registry publishes a public API: live lookups go to the bundled simulator (REGISTRY_*_URL).
 "${FLASK[@]}" registry-simulator --port 8765 --quiet >instance/registry-simulator.log 2>&1 & pids+=($!)
@@ -35,9 +47,11 @@ for _ in $(seq 1 100); do
   curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break; sleep 0.2
 done
 
-"$PYTHON" - "$seed_json" "$PORT" <<'PY'
+"$PYTHON" - "$seed_json" "$PORT" "$MAIL_SINK" <<'PY'
 import json, sys
-seed, port = json.loads(sys.argv[1]), sys.argv[2]
+seed, port, sink = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+mail = ("a local sink: open Messages in the portal (or instance/mail/*.eml)" if sink
+        else "the configured MAIL_SERVER")
 print(f"""
 Karibu is running.
 
@@ -47,10 +61,13 @@ Karibu is running.
   Staff login:    {seed['staff_email']} / {seed['staff_password']}
   Live API key:   {seed['api_key']}
   Trial API key:  {seed['trial_api_key']}
+  Emails go to:   {mail}
 
   curl -H "Authorization: Bearer {seed['api_key']}" http://127.0.0.1:{port}/api/v1/applications
 
-Logs: instance/web.log, instance/worker.log, instance/registry-simulator.log. Press Ctrl-C to stop.
+Send a decision from an applicant's file, then open Messages and click the link in the email.
+Logs: instance/web.log, instance/worker.log, instance/registry-simulator.log, instance/mail-sink.log.
+Press Ctrl-C to stop.
 """)
 PY
 wait -n "${pids[@]}" || true

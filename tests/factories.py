@@ -69,7 +69,8 @@ class Factory:
                     last_name: str = "Uwase", email: str | None = None, stage: str = "submitted",
                     decision: str = "none", enrolled: bool = False, paid: bool = False,
                     submitted_at: datetime | None = None, updated_at: datetime | None = None,
-                    submitted_by_staff: bool = False):
+                    submitted_by_staff: bool = False, phone: str | None = "+250788000000",
+                    language: str | None = None):
         program = program or self.program(institution)
         cycle = cycle or self.cycle(institution, programs=[program])
         with self.app.app_context():
@@ -77,7 +78,7 @@ class Factory:
             email = email or f"applicant{number}@example.com"
             submitted_at = submitted_at or utcnow() - timedelta(minutes=number)
             applicant = Applicant(institution_id=institution.id, first_name=first_name, last_name=last_name,
-                                  email=email, phone="+250788000000",
+                                  email=email, phone=phone, language=language,
                                   search_text=applicant_search_text(first_name, last_name, email))
             db.session.add(applicant)
             db.session.flush()

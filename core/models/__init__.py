@@ -16,3 +16,5 @@ from core.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookEndpoin
 from core.models.checks import ApplicantCheck  # noqa: F401
 # Counters (maintained by database triggers)
 from core.models.counts import ApplicationCount, ApplicationDayCount  # noqa: F401
+# Messages to applicants
+from core.models.messages import Message  # noqa: F401

@@ -70,6 +70,8 @@ class Applicant(Base):
     phone: Mapped[str | None] = mapped_column(String(32), nullable=True)
     gender: Mapped[str | None] = mapped_column(String(16), nullable=True)
     date_of_birth: Mapped[date | None] = mapped_column(Date, nullable=True)
+    # Language the applicant reads (en, fr, sw), chosen when applying; None: the institution's default.
+    language: Mapped[str | None] = mapped_column(String(8), nullable=True)
     # Lower-cased, accent-free "first last email": what search matches against (see core.text).
     search_text: Mapped[str] = mapped_column(String(500), default="")
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)

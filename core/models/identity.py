@@ -23,6 +23,8 @@ class Institution(Base):
     status: Mapped[str] = mapped_column(String(16), default=INSTITUTION_ACTIVE)
     verification_price: Mapped[Decimal | None] = mapped_column(Numeric(12, 2), nullable=True)
     verification_currency: Mapped[str | None] = mapped_column(String(3), nullable=True)
+    # Language of messages and public pages for applicants who did not choose one (en, fr, sw).
+    default_language: Mapped[str] = mapped_column(String(8), default="en", server_default="en")
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     deleted_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
 

@@ -1,0 +1,56 @@
+"""`flask --app wsgi mail-sink` and `sms-gateway-stand-in`: local servers that messages go to in development."""
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from pathlib import Path
+
+import click
+from flask import current_app
+from flask.cli import with_appcontext
+
+from devtools.mail_sink import start_sink
+from devtools.sms_gateway import create_server
+
+
+@click.command("mail-sink")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (keep it on loopback).")
+@click.option("--port", default=8025, show_default=True, type=int, help="SMTP port.")
+@click.option("--directory", default=None, help="Where to keep received mail [default: instance/mail].")
+@with_appcontext
+def mail_sink_command(host: str, port: int, directory: str | None) -> None:
+    """Accept every email over SMTP and keep it as a .eml file (development: MAIL_SERVER=127.0.0.1)."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    target = Path(directory) if directory else Path(current_app.instance_path) / "mail"
+    controller = start_sink(host, port, target)
+    click.echo(f"Mail sink listening on smtp://{host}:{port}; messages kept in {target}")
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        stop.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        controller.stop()
+
+
+@click.command("sms-gateway-stand-in")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (keep it on loopback).")
+@click.option("--port", default=8026, show_default=True, type=int, help="Port; 0 picks a free one.")
+@with_appcontext
+def sms_gateway_command(host: str, port: int) -> None:
+    """Serve a stand-in for Africa's Talking's SMS API, accepting the configured username and API key."""
+    config = current_app.config
+    server, _ = create_server(host, port, config["AFRICASTALKING_USERNAME"] or "sandbox",
+                              config["AFRICASTALKING_API_KEY"] or "stand-in-key")
+    click.echo(f"SMS gateway stand-in on http://{host}:{server.server_port}/version1/messaging")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+DEV_SERVER_COMMANDS = (mail_sink_command, sms_gateway_command)

@@ -1,0 +1,46 @@
+"""Languages of applicant-facing text (emails, SMS, the public pages): English, French and Swahili.
+
+The `.po` catalogues under `translations/` are the source; `compile_catalogues` turns them into the `.mo`
+files Flask-Babel reads, in the instance folder, whenever one is missing or older than its `.po` (the same
+as `pybabel compile`, done at start so a fresh clone needs no extra step and no stale binary is committed).
+A string missing from a catalogue is shown in English.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from babel.messages.mofile import write_mo
+from babel.messages.pofile import read_po
+
+from core.config import PROJECT_ROOT
+
+LANGUAGES = {"en": "English", "fr": "Français", "sw": "Kiswahili"}
+DEFAULT_LANGUAGE = "en"
+CATALOGUE_DIR = PROJECT_ROOT / "translations"
+
+
+def supported_language(value: str | None) -> str | None:
+    """The supported language a value names ("fr", "fr-CA", "SW"), or None."""
+    if not value or not isinstance(value, str):
+        return None
+    code = value.strip().replace("_", "-").split("-", 1)[0].lower()
+    return code if code in LANGUAGES else None
+
+
+def compile_catalogues(target: Path, source: Path = CATALOGUE_DIR) -> Path:
+    """Compile every `<lang>/LC_MESSAGES/*.po` under `source` into `target` when stale; returns `target`."""
+    for po_path in sorted(source.glob("*/LC_MESSAGES/*.po")):
+        mo_path = target / po_path.relative_to(source).with_suffix(".mo")
+        if mo_path.exists() and mo_path.stat().st_mtime >= po_path.stat().st_mtime:
+            continue
+        mo_path.parent.mkdir(parents=True, exist_ok=True)
+        with po_path.open("rb") as handle:
+            catalogue = read_po(handle, locale=po_path.parts[-3])
+        # Written aside and renamed, so processes starting together never read a half-written file.
+        descriptor, temporary = tempfile.mkstemp(dir=mo_path.parent, suffix=".mo.tmp")
+        with os.fdopen(descriptor, "wb") as handle:
+            write_mo(handle, catalogue)
+        os.replace(temporary, mo_path)
+    return target

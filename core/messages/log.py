@@ -1,0 +1,102 @@
+"""Reading the outbox (the Messages page, the applicant file, the CLI) and resending a failed message."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import select
+
+from core.errors import Conflict, InvalidInput, NotFound
+from core.extensions import db
+from core.i18n import LANGUAGES
+from core.messages.outbox import drain_after_commit
+from core.messages.runtime import runtime
+from core.models import Institution
+from core.models.messages import CHANNELS, MESSAGE_STATUSES, Message
+from core.scoping import InstitutionScope
+
+MAX_LIST_LIMIT = 500
+
+
+@dataclass(frozen=True)
+class MessagePage:
+    messages: list[Message]
+    next_before: str | None  # pass as `before` for the next (older) page; None on the last page
+
+
+def _check_filters(status: str | None, channel: str | None, limit: int) -> None:
+    if status is not None and status not in MESSAGE_STATUSES:
+        raise InvalidInput(f"status must be one of: {', '.join(MESSAGE_STATUSES)}", field="status")
+    if channel is not None and channel not in CHANNELS:
+        raise InvalidInput(f"channel must be one of: {', '.join(CHANNELS)}", field="channel")
+    if not isinstance(limit, int) or not 1 <= limit <= MAX_LIST_LIMIT:
+        raise InvalidInput(f"limit must be between 1 and {MAX_LIST_LIMIT}", field="limit")
+
+
+def list_messages(scope: InstitutionScope | None, *, status: str | None = None, channel: str | None = None,
+                  limit: int = 50, before: str | None = None) -> MessagePage:
+    """Messages newest first, optionally one status and channel; every institution's when `scope` is None
+    (operators' CLI)."""
+    _check_filters(status, channel, limit)
+    query = scope.select(Message) if scope is not None else select(Message)
+    if status is not None:
+        query = query.where(Message.status == status)
+    if channel is not None:
+        query = query.where(Message.channel == channel)
+    if before is not None:
+        anchor = scope.get(Message, before) if scope is not None else db.session.get(Message, before)
+        if anchor is None:
+            raise InvalidInput("before must be the id of a message", field="before")
+        query = query.where((Message.created_at < anchor.created_at)
+                            | ((Message.created_at == anchor.created_at) & (Message.id < anchor.id)))
+    rows = list(db.session.scalars(query.order_by(Message.created_at.desc(), Message.id.desc()).limit(limit + 1)))
+    has_more = len(rows) > limit
+    rows = rows[:limit]
+    return MessagePage(rows, rows[-1].id if has_more else None)
+
+
+def messages_of_application(scope: InstitutionScope, application_id: str) -> list[Message]:
+    return list(db.session.scalars(scope.select(Message).where(Message.application_id == application_id)
+                                   .order_by(Message.created_at, Message.id)))
+
+
+def get_message(scope: InstitutionScope, message_id: str) -> Message:
+    """One message of the institution; NotFound for a missing or foreign id."""
+    return scope.require(Message, message_id, what="Message")
+
+
+def resend_message(scope: InstitutionScope, message_id: str) -> Message:
+    """Queue a failed message again now, with a fresh retry schedule (the same content and Message-ID)."""
+    message = db.session.scalars(scope.select(Message).where(Message.id == message_id).with_for_update()
+                                 ).one_or_none()
+    if message is None:
+        raise NotFound("Message not found")
+    if message.status != "failed":
+        raise Conflict(f"Only a failed message can be resent; this one is {message.status.replace('_', ' ')}.")
+    now = runtime.clock.now()
+    message.status = "queued"
+    message.attempts = 0
+    message.next_attempt_at = now
+    message.lease_token = message.lease_expires_at = None
+    message.updated_at = now
+    drain_after_commit()
+    db.session.commit()
+    return message
+
+
+def default_language_of(institution_id: str) -> str:
+    institution = db.session.get(Institution, institution_id)
+    if institution is None:
+        raise NotFound("Institution not found")
+    return institution.default_language
+
+
+def set_default_language(institution_id: str, language: str) -> Institution:
+    """The language of messages and public pages for applicants who did not choose one."""
+    if language not in LANGUAGES:
+        raise InvalidInput(f"language must be one of: {', '.join(LANGUAGES)}", field="language")
+    institution = db.session.get(Institution, institution_id)
+    if institution is None:
+        raise NotFound("Institution not found")
+    institution.default_language = language
+    db.session.commit()
+    return institution

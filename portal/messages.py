@@ -1,0 +1,101 @@
+"""Messages to applicants: the admin Messages page (filter by status and channel, view each message as sent,
+the institution's default language) and resending a failed message (also from the applicant file)."""
+from __future__ import annotations
+
+from flask import flash, g, make_response, redirect, request, url_for
+from flask_login import current_user
+
+from core.errors import InvalidInput
+from core.i18n import LANGUAGES
+from core.messages.log import (
+    default_language_of, get_message, list_messages, resend_message, set_default_language,
+)
+from core.models.messages import CHANNELS, MESSAGE_STATUSES, SENDABLE_MESSAGE_STATUSES
+from portal import bp
+from portal.applicant_timeline import render_timeline
+from portal.forms import DefaultLanguageForm, ResendMessageForm
+from portal.rendering import is_partial_request, render_page
+from portal.security import admin_required, audit, staff_required
+
+PAGE_SIZE = 50
+# The HTML part is shown on its own, sandboxed: no script, no form, nothing loaded from elsewhere.
+EMAIL_PREVIEW_POLICY = ("sandbox allow-popups allow-popups-to-escape-sandbox allow-top-navigation-by-user-activation; "
+                        "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'")
+
+
+def _filter(name: str, allowed: tuple[str, ...]) -> str | None:
+    value = (request.args.get(name) or "").strip()
+    if value and value not in allowed:
+        raise InvalidInput(f"{name} must be one of: {', '.join(allowed)}", field=name)
+    return value or None
+
+
+def _list_context() -> dict:
+    status, channel = _filter("status", MESSAGE_STATUSES), _filter("channel", CHANNELS)
+    before = (request.args.get("before") or "").strip() or None
+    page = list_messages(g.scope, status=status, channel=channel, limit=PAGE_SIZE, before=before)
+    in_flight = any(message.status in SENDABLE_MESSAGE_STATUSES for message in page.messages)
+    return dict(page=page, status_filter=status, channel_filter=channel, statuses=MESSAGE_STATUSES,
+                channels=CHANNELS, refresh=in_flight and before is None)
+
+
+@bp.get("/messages")
+@admin_required
+def messages():
+    context = _list_context()
+    if is_partial_request() and request.args.get("before"):
+        return render_page("messages/partial/rows.html", **context)
+    form = DefaultLanguageForm(language=default_language_of(current_user.institution_id))
+    return render_page("messages/index.html", "messages/partial/list.html", language_form=form,
+                       languages=LANGUAGES, **context)
+
+
+@bp.post("/messages/default-language")
+@admin_required
+def messages_default_language():
+    form = DefaultLanguageForm()
+    if not form.validate_on_submit():
+        raise InvalidInput("Choose English, French or Swahili.", field="language")
+    set_default_language(current_user.institution_id, form.language.data)
+    audit("institution.default_language", form.language.data)
+    flash(f"Applicants who do not choose a language now get {LANGUAGES[form.language.data]}.", "ok")
+    return redirect(url_for("portal.messages"))
+
+
+@bp.get("/messages/<message_id>")
+@admin_required
+def message_detail(message_id: str):
+    message = get_message(g.scope, message_id)
+    return render_page("messages/detail.html", message=message, resend_form=ResendMessageForm())
+
+
+@bp.get("/messages/<message_id>/html")
+@admin_required
+def message_html(message_id: str):
+    """The HTML part exactly as sent, on a page of its own under a sandboxing policy."""
+    message = get_message(g.scope, message_id)
+    response = make_response(message.body_html or "")
+    response.mimetype = "text/html"
+    response.headers["Content-Security-Policy"] = EMAIL_PREVIEW_POLICY
+    response.headers["Referrer-Policy"] = "no-referrer"
+    return response
+
+
+@bp.post("/messages/<message_id>/resend")
+@staff_required
+def message_resend(message_id: str):
+    """Queue a failed message again; answers the applicant file's timeline, or the Messages page."""
+    form = ResendMessageForm()
+    if not form.validate_on_submit():
+        raise InvalidInput("The form expired; reload the page and try again.", field="csrf_token")
+    message = resend_message(g.scope, message_id)
+    audit("message.resend", message.id, status=202)
+    text = f"The {message.channel} to {message.recipient} is queued again."
+    if request.form.get("from") == "file" and message.application_id:
+        if is_partial_request():
+            return render_timeline(message.application_id, notice=text)
+        flash(text, "ok")
+        return redirect(url_for("portal.applicant_detail", application_id=message.application_id) + "#timeline")
+    flash(text, "ok")
+    return redirect(request.referrer if request.referrer and request.referrer.startswith(request.host_url)
+                    else url_for("portal.messages"))

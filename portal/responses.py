@@ -1,0 +1,36 @@
+"""Staff record an applicant's answer to a sent decision, given by phone or in person (decision.responded)."""
+from __future__ import annotations
+
+from flask import flash, g, redirect, url_for
+
+from core.applicant_file import applicant_file
+from core.decisions import record_decision_response_by_staff
+from core.errors import InvalidInput, NotFound
+from portal import bp
+from portal.forms import RecordAnswerForm
+from portal.rendering import is_partial_request, render_page
+from portal.security import audit, staff_required
+
+ANSWER_WORDS = {"accepted": "accepted", "declined": "declined"}
+
+
+@bp.post("/applicants/<application_id>/decisions/<decision_id>/answer")
+@staff_required
+def applicant_record_answer(application_id: str, decision_id: str):
+    form = RecordAnswerForm()
+    if not form.validate_on_submit():
+        raise InvalidInput(" ".join(form.response.errors) or "The form expired; reload the page and try again.",
+                           field="response")
+    file = applicant_file(g.scope, application_id)
+    if decision_id not in {decision.id for decision in file.decisions}:
+        raise NotFound("Decision not found")
+    _, recorded = record_decision_response_by_staff(g.scope, decision_id, form.response.data)
+    audit(f"decision.respond.{form.response.data}", decision_id, status=200 if recorded else 409)
+    text = (f"Recorded: the applicant {ANSWER_WORDS[form.response.data]} the decision."
+            if recorded else "This answer was already recorded.")
+    if is_partial_request():
+        file = applicant_file(g.scope, application_id)
+        return render_page("applicants/partial/decisions.html", file=file, record=file.record,
+                           answer_form=RecordAnswerForm(), answered=text)
+    flash(text, "ok")
+    return redirect(url_for("portal.applicant_detail", application_id=application_id))
