@@ -3,7 +3,6 @@ the institution's default language) and resending a failed message (also from th
 from __future__ import annotations
 
 from flask import flash, g, make_response, redirect, request, url_for
-from flask_login import current_user
 
 from core.errors import InvalidInput
 from core.i18n import LANGUAGES
@@ -45,7 +44,7 @@ def messages():
     context = _list_context()
     if is_partial_request() and request.args.get("before"):
         return render_page("messages/partial/rows.html", **context)
-    form = DefaultLanguageForm(language=default_language_of(current_user.institution_id))
+    form = DefaultLanguageForm(language=default_language_of(g.scope))
     return render_page("messages/index.html", "messages/partial/list.html", language_form=form,
                        languages=LANGUAGES, **context)
 
@@ -56,7 +55,7 @@ def messages_default_language():
     form = DefaultLanguageForm()
     if not form.validate_on_submit():
         raise InvalidInput("Choose English, French or Swahili.", field="language")
-    set_default_language(current_user.institution_id, form.language.data)
+    set_default_language(g.scope, form.language.data)
     audit("institution.default_language", form.language.data)
     flash(f"Applicants who do not choose a language now get {LANGUAGES[form.language.data]}.", "ok")
     return redirect(url_for("portal.messages"))

@@ -83,18 +83,18 @@ def resend_message(scope: InstitutionScope, message_id: str) -> Message:
     return message
 
 
-def default_language_of(institution_id: str) -> str:
-    institution = db.session.get(Institution, institution_id)
+def default_language_of(scope: InstitutionScope) -> str:
+    institution = scope.institution()
     if institution is None:
         raise NotFound("Institution not found")
     return institution.default_language
 
 
-def set_default_language(institution_id: str, language: str) -> Institution:
+def set_default_language(scope: InstitutionScope, language: str) -> Institution:
     """The language of messages and public pages for applicants who did not choose one."""
     if language not in LANGUAGES:
         raise InvalidInput(f"language must be one of: {', '.join(LANGUAGES)}", field="language")
-    institution = db.session.get(Institution, institution_id)
+    institution = scope.institution()
     if institution is None:
         raise NotFound("Institution not found")
     institution.default_language = language

@@ -29,7 +29,9 @@ from core.models import (
     ApiKey, Applicant, ApplicantCheck, Application, AuditLog, Base, Cycle, Decision, Document, Event, Payment,
     Program, Stage, User, VerificationCharge, utcnow,
 )
+from core.messages import log as message_log
 from core.models.counts import ApplicationCount, ApplicationDayCount
+from core.models.messages import Message
 from core.models.webhooks import WebhookDelivery, WebhookEndpoint
 from core.scoping import InstitutionScope
 from core.verification import billing
@@ -93,6 +95,7 @@ class Rows:
     audit_id: int
     endpoint_id: str
     delivery_id: str
+    message_id: str
 
 
 def populate(tag: str, issuer: str) -> Rows:
@@ -129,6 +132,10 @@ def populate(tag: str, issuer: str) -> Rows:
                                secret_ciphertext=runtime.secret_box().encrypt("whsec_test"))
     db.session.add_all([decision, payment, document, check, audit, charge, endpoint])
     db.session.flush()
+    message = Message(institution_id=institution.id, application_id=application.id, decision_id=decision.id,
+                      channel="email", recipient=f"a.{tag}@example.rw", template="decision", language="en",
+                      body_text=f"Dear {tag}", status="failed", attempts=8, last_error="550 no such user")
+    db.session.add(message)
     delivery = WebhookDelivery(institution_id=institution.id, endpoint_id=endpoint.id, event_id=event.id,
                                event_type=event.type, status="dead", created_at=now)
     db.session.add(delivery)
@@ -139,7 +146,7 @@ def populate(tag: str, issuer: str) -> Rows:
                 stage_key=stage.key, last_name=f"Surname{tag}", application_id=application.id,
                 decision_id=decision.id, payment_id=payment.id, document_id=document.id, check_id=check.id,
                 event_id=event.id, user_id=user.id, key_id=key.id, issuer=issuer, audit_id=audit.id,
-                endpoint_id=endpoint.id, delivery_id=delivery.id)
+                endpoint_id=endpoint.id, delivery_id=delivery.id, message_id=message.id)
 
 
 def reached(call) -> bool:
@@ -400,6 +407,31 @@ def counts_by_dimensions(scope, own, target):
 @probe(ApplicationDayCount)
 def counts_per_day(scope, own, target):
     return bool(counts.per_day(scope, target.cycle_id))
+
+
+@probe(Message)
+def messages_list(scope, own, target):
+    return target.message_id in {message.id for message in message_log.list_messages(scope).messages}
+
+
+@probe(Message)
+def messages_list_before(scope, own, target):
+    return reached(lambda: message_log.list_messages(scope, before=target.message_id))
+
+
+@probe(Message)
+def messages_of_application(scope, own, target):
+    return bool(message_log.messages_of_application(scope, target.application_id))
+
+
+@probe(Message)
+def messages_get(scope, own, target):
+    return reached(lambda: message_log.get_message(scope, target.message_id))
+
+
+@probe(Message)
+def messages_resend(scope, own, target):
+    return reached(lambda: message_log.resend_message(scope, target.message_id))
 
 
 @probe(WebhookDelivery)

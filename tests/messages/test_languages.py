@@ -13,6 +13,7 @@ from core.config import PROJECT_ROOT
 from core.extensions import babel, db
 from core.i18n import compile_catalogues
 from core.messages.log import set_default_language
+from core.scoping import InstitutionScope
 from core.models import Applicant
 from tests.event_sources.conftest import csrf_token
 from tests.messages.conftest import all_messages, run_message_worker, send_decisions
@@ -22,7 +23,7 @@ def _decide(factory, app, *, language=None, default=None, decision="accepted"):
     institution = factory.institution("Université du Burundi")
     if default:
         with app.app_context():
-            set_default_language(institution.id, default)
+            set_default_language(InstitutionScope(institution.id), default)
     _, key = factory.api_key(institution)
     program = factory.program(institution, name="Médecine")
     cycle = factory.cycle(institution, programs=[program], name="Rentrée 2026")

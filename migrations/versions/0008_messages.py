@@ -1,13 +1,13 @@
 """Messages: the outbox of emails and SMS to applicants, and the languages they read.
 
-Revision ID: 0007_messages
-Revises: 0006_portal
+Revision ID: 0008_messages
+Revises: 0007_application_counts
 """
 from alembic import op
 import sqlalchemy as sa
 
-revision = "0007_messages"
-down_revision = "0006_portal"
+revision = "0008_messages"
+down_revision = "0007_application_counts"
 branch_labels = None
 depends_on = None
 
