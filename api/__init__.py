@@ -3,15 +3,12 @@ from __future__ import annotations
 
 import time
 
-from flask import Blueprint, current_app, g, jsonify, request
+from flask import Blueprint, g, jsonify, request
 
-from api.auth import (
-    add_rate_limit_headers, authenticate_request, edge_gate_passes, enforce_edge_gate, rate_limit_key,
-)
+from api.auth import add_rate_limit_headers, authenticate_request, enforce_edge_gate
 from api.bodies import reject_nul_characters
 from api.openapi import openapi_document
 from core.audit import audit_api_request, redact_query
-from core.extensions import limiter
 from core.institutions import describe_institution
 
 API_PREFIX = "/api/v1"
@@ -79,12 +76,6 @@ def current_institution():
     return jsonify({"code": 200, "institution": institution,
                     "credential": {"kind": g.principal.kind, "key_id": g.principal.key_id,
                                    "actor": g.principal.actor}})
-
-limiter.limit(
-    lambda: current_app.config["API_RATE_LIMIT"],
-    key_func=rate_limit_key,
-    exempt_when=lambda: not edge_gate_passes(),
-)(bp)
 
 # Route modules register their views on `bp`.
 from api import applications, cycles, updates, verifications, zip  # noqa: E402,F401

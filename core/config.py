@@ -24,6 +24,8 @@ class Settings(BaseSettings):
     TRIAL_API_KEY: str = "sk_trial_demo"
     EDGE_SHARED_SECRET: str = ""
     API_RATE_LIMIT: str = "600/minute"
+    # Failed API authentications per client address; when spent, every API request from it gets 429.
+    API_AUTH_FAILURE_RATE_LIMIT: str = "20/minute;200/hour"
     API_MAX_BODY_BYTES: int = 1_048_576
     OIDC_ISSUER: str = ""
     OIDC_AUDIENCE: str = ""
@@ -31,6 +33,11 @@ class Settings(BaseSettings):
     OIDC_INSTITUTION_CLAIM: str = "institution_id"
     LOG_LEVEL: str = "INFO"
     PROXY_COUNT: int = 0
+    # Redis faults: seconds before a Redis command or connection attempt is given up (every Redis client of
+    # the web app). Rate limits then count in-process until Redis answers again; queueing falls back to the
+    # periodic sweep.
+    REDIS_SOCKET_TIMEOUT: float = 0.5
+    REDIS_CONNECT_TIMEOUT: float = 0.5
     # Documents and bulk updates
     DOCUMENT_STORAGE_DIR: str = str(INSTANCE_DIR / "documents")
     EMIT_APPLICATION_UPDATED: bool = False
@@ -74,7 +81,15 @@ class Settings(BaseSettings):
         config["SQLALCHEMY_DATABASE_URI"] = normalise_database_url(self.DATABASE_URL)
         config["MAX_CONTENT_LENGTH"] = self.API_MAX_BODY_BYTES
         config["RATELIMIT_STORAGE_URI"] = self.REDIS_URL
+        config["RATELIMIT_STORAGE_OPTIONS"] = self.redis_options()
+        config["RATELIMIT_IN_MEMORY_FALLBACK_ENABLED"] = True
+        config["RATELIMIT_SWALLOW_ERRORS"] = True
         return config
+
+
+    def redis_options(self) -> dict:
+        """Keyword arguments of every Redis client: fail fast rather than hang when Redis is down or frozen."""
+        return {"socket_timeout": self.REDIS_SOCKET_TIMEOUT, "socket_connect_timeout": self.REDIS_CONNECT_TIMEOUT}
 
 
 def settings() -> Settings:

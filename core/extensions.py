@@ -13,6 +13,7 @@ from flask_sqlalchemy import SQLAlchemy
 from flask_wtf import CSRFProtect
 from sqlalchemy import Engine, event
 
+from core.config import settings
 from core.models.base import Base
 
 db = SQLAlchemy(model_class=Base)
@@ -39,9 +40,12 @@ limiter = Limiter(key_func=get_remote_address, headers_enabled=False)
 
 
 def redis_connection() -> redis.Redis:
-    """One shared client per app (a connection pool), built lazily from REDIS_URL."""
+    """One shared client per app (a connection pool), built lazily from REDIS_URL, with short timeouts.
+
+    (The RQ worker lengthens the socket timeout of its own connection to cover its blocking dequeue.)
+    """
     client = current_app.extensions.get("karibu_redis")
     if client is None:
-        client = redis.Redis.from_url(current_app.config["REDIS_URL"])
+        client = redis.Redis.from_url(current_app.config["REDIS_URL"], **settings().redis_options())
         current_app.extensions["karibu_redis"] = client
     return client

@@ -61,11 +61,12 @@ def app_config(database_url: str, storage_dir) -> dict:
     return {
         "TESTING": True,
         "SQLALCHEMY_DATABASE_URI": database_url,
-        "SECRET_KEY": "test-secret-key",
+        "SECRET_KEY": "test-secret-key-of-at-least-32-characters",
         "REDIS_URL": REDIS_URL,
         "RATELIMIT_STORAGE_URI": REDIS_URL,
         "RATELIMIT_KEY_PREFIX": f"karibu-test-{uuid.uuid4().hex[:8]}",
         "API_RATE_LIMIT": "100000/minute",
+        "API_AUTH_FAILURE_RATE_LIMIT": "100000/minute",
         "DOCUMENT_STORAGE_DIR": str(storage_dir),
         "TRIAL_API_KEY": "sk_trial_demo",
         "EDGE_SHARED_SECRET": "",
