@@ -5,6 +5,7 @@ import logging
 import os
 import re
 import uuid
+from pathlib import Path
 
 from flask import Flask, g, request
 from werkzeug.exceptions import HTTPException
@@ -19,6 +20,7 @@ from api.health import health_bp
 from cli import COMMANDS
 from core.config import Settings
 from core.extensions import csrf, db, limiter, login_manager, migrate
+from core.secret_key import ConfigurationError, resolve_secret_key
 from jobs.cli import worker_command
 from portal.errors import html_error
 from portal.public import public_bp
@@ -38,6 +40,8 @@ def create_app(overrides: dict | None = None) -> Flask:
         proxies = app.config["PROXY_COUNT"]
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies)
     configure_logging(app)
+    app.config["SECRET_KEY"] = resolve_secret_key(app.config["SECRET_KEY"], Path(app.config["SECRET_KEY_FILE"]),
+                                                  app.logger)
     register_request_id(app)
     register_extensions(app)
     register_blueprints(app)
@@ -111,4 +115,7 @@ def register_commands(app: Flask) -> None:
         app.cli.add_command(command)
 
 
-app = create_app()
+try:
+    app = create_app()
+except ConfigurationError as error:  # a clear message and exit status 1, not a traceback
+    raise SystemExit(f"Karibu cannot start: {error}") from None

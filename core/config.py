@@ -18,7 +18,9 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
 
     # Core: secrets, engines, the API edge and identity
-    SECRET_KEY: str = "dev-insecure-secret-change-me"
+    # Empty: a random key is generated on first start into SECRET_KEY_FILE and reused (core/secret_key.py).
+    SECRET_KEY: str = ""
+    SECRET_KEY_FILE: str = str(INSTANCE_DIR / "secret_key")
     DATABASE_URL: str = f"sqlite:///{INSTANCE_DIR / 'karibu.db'}"
     REDIS_URL: str = "redis://localhost:6379/0"
     TRIAL_API_KEY: str = "sk_trial_demo"
