@@ -18,9 +18,9 @@ from api.callbacks import CALLBACKS_PREFIX, callbacks_bp
 from api.errors import handle_api_exception
 from api.health import health_bp
 from cli import COMMANDS
-from core.config import Settings
+from core.config import ConfigurationError, Settings, check_startup_settings
 from core.extensions import csrf, db, limiter, login_manager, migrate
-from core.secret_key import ConfigurationError, resolve_secret_key
+from core.secret_key import resolve_secret_key
 from jobs.cli import worker_command
 from portal.errors import html_error
 from portal.public import public_bp
@@ -40,6 +40,7 @@ def create_app(overrides: dict | None = None) -> Flask:
         proxies = app.config["PROXY_COUNT"]
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies)
     configure_logging(app)
+    check_startup_settings(app.config)
     app.config["SECRET_KEY"] = resolve_secret_key(app.config["SECRET_KEY"], Path(app.config["SECRET_KEY_FILE"]),
                                                   app.logger)
     register_request_id(app)

@@ -46,6 +46,12 @@ class AuthSettings:
     oidc_jwks_url: str = ""
     oidc_institution_claim: str = "institution_id"
 
+    @property
+    def oidc_enabled(self) -> bool:
+        """Identity tokens are checked only with a key set, an issuer and an audience (the app refuses to start
+        with a key set alone: core.config.check_startup_settings)."""
+        return bool(self.oidc_jwks_url and self.oidc_issuer and self.oidc_audience)
+
     @classmethod
     def from_config(cls, config) -> "AuthSettings":
         return cls(
@@ -88,7 +94,7 @@ def authenticate(authorization_header: str | None, settings: AuthSettings) -> Pr
         return Principal(kind="trial", institution_id=None, key_id=None, actor="trial")
     if token.startswith("sk_"):
         return _authenticate_live_key(token)
-    if token.count(".") == 2 and settings.oidc_jwks_url:
+    if token.count(".") == 2 and settings.oidc_enabled:
         return _authenticate_oidc(token, settings)
     raise NotAuthenticated(INVALID_CREDENTIALS)
 
@@ -127,9 +133,9 @@ def _authenticate_oidc(token: str, settings: AuthSettings) -> Principal:
             token,
             signing_key.key,
             algorithms=["RS256", "RS384", "RS512", "ES256", "ES384", "PS256"],
-            audience=settings.oidc_audience or None,
-            issuer=settings.oidc_issuer or None,
-            options={"require": ["exp", "iss", "aud"] if settings.oidc_audience else ["exp", "iss"]},
+            audience=settings.oidc_audience,
+            issuer=settings.oidc_issuer,
+            options={"require": ["exp", "iss", "aud"]},
         )
     except jwt.ExpiredSignatureError:
         raise NotAuthenticated("Identity token has expired") from None

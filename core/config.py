@@ -94,6 +94,21 @@ class Settings(BaseSettings):
         return {"socket_timeout": self.REDIS_SOCKET_TIMEOUT, "socket_connect_timeout": self.REDIS_CONNECT_TIMEOUT}
 
 
+class ConfigurationError(RuntimeError):
+    """A setting that makes it unsafe to start; the message names the setting and the fix."""
+
+
+def check_startup_settings(config) -> None:
+    """Refuse combinations that would silently weaken a check (run once, when the app is created)."""
+    if config["OIDC_JWKS_URL"]:
+        missing = [name for name in ("OIDC_ISSUER", "OIDC_AUDIENCE") if not config[name].strip()]
+        if missing:
+            raise ConfigurationError(
+                f"OIDC is enabled (OIDC_JWKS_URL is set) but {' and '.join(missing)} "
+                f"{'is' if len(missing) == 1 else 'are'} empty: tokens of any issuer or audience signed by "
+                "that key set would be accepted. Set OIDC_ISSUER and OIDC_AUDIENCE, or unset OIDC_JWKS_URL.")
+
+
 def settings() -> Settings:
     """The running app's typed settings: the one way `core` reads configuration.
 

@@ -12,14 +12,12 @@ import os
 import secrets
 from pathlib import Path
 
+from core.config import ConfigurationError
+
 MIN_SECRET_KEY_LENGTH = 32
 # The default of earlier releases: public, so a key equal to it is as good as none.
 RETIRED_DEFAULT_SECRET_KEYS = frozenset({"dev-insecure-secret-change-me"})
 SECRET_KEY_FILE_NAME = "secret_key"
-
-
-class ConfigurationError(RuntimeError):
-    """A setting that makes it unsafe to start; the message names the setting and the fix."""
 
 
 def resolve_secret_key(configured: str, key_file: Path, log: logging.Logger) -> str:

@@ -1,4 +1,5 @@
-"""No public default SECRET_KEY: forged cookies are refused, weak keys stop the app, a generated key persists."""
+"""Start-up settings: no public default SECRET_KEY (forged cookies refused, weak keys stop the app, a generated
+key persists) and no OIDC without issuer and audience."""
 from __future__ import annotations
 
 import hashlib
@@ -103,3 +104,15 @@ def test_the_default_key_file_is_in_the_instance_folder():
     from core.config import INSTANCE_DIR, Settings
     assert Settings.model_fields["SECRET_KEY"].default == ""
     assert Path(Settings.model_fields["SECRET_KEY_FILE"].default) == INSTANCE_DIR / "secret_key"
+
+
+@pytest.mark.parametrize("missing", [("OIDC_ISSUER",), ("OIDC_AUDIENCE",), ("OIDC_ISSUER", "OIDC_AUDIENCE")])
+def test_oidc_without_issuer_or_audience_refuses_to_start(tmp_path, missing):
+    settings = {"OIDC_JWKS_URL": "https://idp.example.ac.rw/jwks", "OIDC_ISSUER": "https://idp.example.ac.rw",
+                "OIDC_AUDIENCE": "karibu-api"}
+    settings.update({name: "" for name in missing})
+    completed = flask_cli(tmp_path, "routes", SECRET_KEY="k" * MIN_SECRET_KEY_LENGTH, **settings)
+    assert completed.returncode != 0
+    assert "Karibu cannot start: OIDC is enabled" in completed.stderr
+    assert all(name in completed.stderr for name in missing)
+    assert "Traceback" not in completed.stderr
