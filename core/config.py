@@ -65,6 +65,8 @@ class Settings(BaseSettings):
     # Failed staff sign-ins per client address and email, and per client address (Flask-Limiter syntax).
     PORTAL_LOGIN_RATE_LIMIT: str = "5/minute;20/hour"
     PORTAL_LOGIN_ADDRESS_RATE_LIMIT: str = "30/minute"
+    # Failed staff sign-ins per account (per email typed, known or not), from all addresses together.
+    PORTAL_LOGIN_ACCOUNT_RATE_LIMIT: str = "10/minute;50/hour"
     # Trial verifications on the public /try page per client address.
     PORTAL_TRY_RATE_LIMIT: str = "30/minute"
     # Session cookie: set SESSION_COOKIE_SECURE=true behind TLS.
