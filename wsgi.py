@@ -20,6 +20,7 @@ from api.health import health_bp
 from cli import COMMANDS
 from core.config import ConfigurationError, Settings, check_startup_settings
 from core.extensions import csrf, db, limiter, login_manager, migrate
+from core.redis_faults import count_rate_limiter_faults
 from core.secret_key import resolve_secret_key
 from jobs.cli import worker_command
 from portal.errors import html_error
@@ -88,6 +89,7 @@ def register_extensions(app: Flask) -> None:
     login_manager.init_app(app)
     csrf.init_app(app)
     limiter.init_app(app)
+    count_rate_limiter_faults()
 
 
 def register_blueprints(app: Flask) -> None:

@@ -9,6 +9,9 @@ from pathlib import Path
 
 from flask import current_app
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.retry import Retry
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 INSTANCE_DIR = PROJECT_ROOT / "instance"
@@ -92,8 +95,13 @@ class Settings(BaseSettings):
 
 
     def redis_options(self) -> dict:
-        """Keyword arguments of every Redis client: fail fast rather than hang when Redis is down or frozen."""
-        return {"socket_timeout": self.REDIS_SOCKET_TIMEOUT, "socket_connect_timeout": self.REDIS_CONNECT_TIMEOUT}
+        """Keyword arguments of every Redis client: fail fast rather than hang when Redis is down or frozen.
+
+        One immediate retry on a connection error (a pooled connection that Redis closed), none on a timeout:
+        redis-py's default of three retries with exponential back-off would hold a request for seconds.
+        """
+        return {"socket_timeout": self.REDIS_SOCKET_TIMEOUT, "socket_connect_timeout": self.REDIS_CONNECT_TIMEOUT,
+                "retry": Retry(NoBackoff(), retries=1, supported_errors=(RedisConnectionError,))}
 
 
 class ConfigurationError(RuntimeError):
