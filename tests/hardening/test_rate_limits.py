@@ -5,7 +5,7 @@ import itertools
 
 import pytest
 
-from tests.conftest import auth_header
+from tests.foundation.test_auth import oidc  # noqa: F401 (fixture)
 from tests.openapi_check import assert_conforms
 
 _addresses = (f"10.{a}.{b}.{c}" for a, b, c in itertools.product(range(1, 250), repeat=3))
@@ -87,3 +87,16 @@ def test_trial_key_clients_at_different_addresses_have_their_own_counters(client
     assert first == [200, 200, 200, 429]
     assert get(client, path, trial, "10.253.0.1").status_code == 200
     assert get(client, path, "bearer  sk_trial_demo", address).status_code == 429
+
+
+def test_identity_provider_subject_has_one_counter_whatever_token_it_presents(client, factory, limits, oidc,
+                                                                              address):
+    limits(per_credential="3/minute")
+    institution = factory.institution()
+    subject = f"sis-sync-{next(_addresses)}"
+    # Every call presents a freshly minted token (another jti, iat) for the same issuer and subject.
+    tokens = [oidc.token(institution_id=institution.id, sub=subject, jti=str(n)) for n in range(4)]
+    statuses = [get(client, "/api/v1/institution", f"Bearer {token}", address).status_code for token in tokens]
+    assert statuses == [200, 200, 200, 429]
+    other = oidc.token(institution_id=institution.id, sub=subject + "-other")
+    assert get(client, "/api/v1/institution", f"Bearer {other}", address).status_code == 200
