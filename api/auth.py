@@ -9,7 +9,6 @@ not be spent, so guessing keys from one address is slow whatever the header says
 from __future__ import annotations
 
 import hmac
-import logging
 import time
 
 from flask import current_app, g, request
@@ -17,9 +16,8 @@ from flask import current_app, g, request
 from core.auth import AuthSettings, authenticate
 from core.errors import Forbidden, NotAuthenticated
 from core.extensions import limiter
+from core.redis_faults import record_redis_fault
 from core.scoping import InstitutionScope
-
-log = logging.getLogger(__name__)
 
 EDGE_HEADER = "X-Edge-Auth"
 EDGE_FORBIDDEN = "Forbidden: request did not come through the official endpoint"
@@ -92,8 +90,8 @@ def add_rate_limit_headers(response) -> None:
         return
     try:
         remaining, reset_at = current.remaining, int(current.reset_at)
-    except Exception:  # rate-limit storage unreachable: the request itself was allowed through
-        log.warning("rate-limit headers left out: the counters could not be read", exc_info=True)
+    except Exception as error:  # rate-limit storage unreachable: the request itself was allowed through
+        record_redis_fault("rate_limit", error)
         return
     response.headers["X-RateLimit-Limit"] = str(current.limit.amount)
     response.headers["X-RateLimit-Remaining"] = str(remaining)
