@@ -115,7 +115,11 @@ def karibu(app, database_url, own_redis, tmp_path):
         yield base
     finally:
         os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # a request still stuck (only if the timeouts regress)
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait(timeout=30)
 
 
 @dataclass
