@@ -25,7 +25,11 @@ def resolve_secret_key(configured: str, key_file: Path, log: logging.Logger) -> 
     if configured:
         _refuse_weak(configured, "SECRET_KEY")
         return configured
-    key = _read_or_create(key_file)
+    try:
+        key = _read_or_create(key_file)
+    except OSError as error:
+        raise ConfigurationError(f"SECRET_KEY is not set and the generated key cannot be kept in {key_file} "
+                                 f"({error.strerror}): set SECRET_KEY, or SECRET_KEY_FILE to a writable path") from None
     _refuse_weak(key, f"SECRET_KEY (generated into {key_file})")
     log.warning("SECRET_KEY is not set: using the generated key in %s. When several machines serve Karibu, "
                 "set the same SECRET_KEY on every one of them (sessions, links and cursors signed by one must "

@@ -116,3 +116,12 @@ def test_oidc_without_issuer_or_audience_refuses_to_start(tmp_path, missing):
     assert "Karibu cannot start: OIDC is enabled" in completed.stderr
     assert all(name in completed.stderr for name in missing)
     assert "Traceback" not in completed.stderr
+
+
+def test_an_unwritable_key_file_stops_the_app_with_a_clear_message(tmp_path):
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("a file where the instance folder should be")
+    completed = flask_cli(tmp_path, "routes", SECRET_KEY_FILE=str(blocker / "secret_key"))
+    assert completed.returncode != 0
+    assert "Karibu cannot start: SECRET_KEY is not set" in completed.stderr and "SECRET_KEY_FILE" in completed.stderr
+    assert "Traceback" not in completed.stderr
