@@ -20,9 +20,11 @@ from api.errors import handle_api_exception
 from api.health import health_bp
 from cli import COMMANDS
 from core.audit import record_request, redact_path
-from core.config import Settings
+from core.config import ConfigurationError, Settings, check_startup_settings
 from core.extensions import babel, csrf, db, limiter, login_manager, migrate
 from core.i18n import compile_catalogues
+from core.redis_faults import count_rate_limiter_faults
+from core.secret_key import resolve_secret_key
 from jobs.cli import worker_command
 from portal.errors import html_error
 from portal.i18n import select_locale
@@ -43,6 +45,9 @@ def create_app(overrides: dict | None = None) -> Flask:
         proxies = app.config["PROXY_COUNT"]
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies)
     configure_logging(app)
+    check_startup_settings(app.config)
+    app.config["SECRET_KEY"] = resolve_secret_key(app.config["SECRET_KEY"], Path(app.config["SECRET_KEY_FILE"]),
+                                                  app.logger)
     register_request_id(app)
     register_audit(app)
     register_extensions(app)
@@ -115,6 +120,7 @@ def register_extensions(app: Flask) -> None:
     limiter.init_app(app)
     translations = compile_catalogues(Path(app.instance_path) / "translations")
     babel.init_app(app, locale_selector=select_locale, default_translation_directories=str(translations))
+    count_rate_limiter_faults()
 
 
 def register_blueprints(app: Flask) -> None:
@@ -143,4 +149,7 @@ def register_commands(app: Flask) -> None:
         app.cli.add_command(command)
 
 
-app = create_app()
+try:
+    app = create_app()
+except ConfigurationError as error:  # a clear message and exit status 1, not a traceback
+    raise SystemExit(f"Karibu cannot start: {error}") from None

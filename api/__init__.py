@@ -3,12 +3,9 @@ from __future__ import annotations
 
 from flask import Blueprint, current_app, g, jsonify, request
 
-from api.auth import (
-    add_rate_limit_headers, authenticate_request, edge_gate_passes, enforce_edge_gate, rate_limit_key,
-)
+from api.auth import add_rate_limit_headers, authenticate_request, enforce_edge_gate
 from api.openapi import openapi_document
 from core.audit import AuditEntry
-from core.extensions import limiter
 from core.institutions import describe_institution
 
 API_PREFIX = "/api/v1"
@@ -47,7 +44,7 @@ def _finish_api_response(response):
     # Responses hold personal data: no shared or browser cache may keep them.
     response.headers.setdefault("Cache-Control", "no-store")
     add_rate_limit_headers(response)
-    # A request refused before `_gate_api_requests` ran (Flask-Limiter's 429) is audited too: this hook runs
+    # A request refused before `_gate_api_requests` ran is audited too: this hook runs
     # before the app's audit writer, which was registered earlier (after_request hooks run in reverse order).
     if "audit" not in g:
         g.audit = AuditEntry(source="api", action=request.endpoint or "")
@@ -70,12 +67,6 @@ def current_institution():
     return jsonify({"code": 200, "institution": institution,
                     "credential": {"kind": g.principal.kind, "key_id": g.principal.key_id,
                                    "actor": g.principal.actor}})
-
-limiter.limit(
-    lambda: current_app.config["API_RATE_LIMIT"],
-    key_func=rate_limit_key,
-    exempt_when=lambda: not edge_gate_passes(),
-)(bp)
 
 # Route modules register their views on `bp`.
 from api import applications, cycles, updates, verifications, zip  # noqa: E402,F401

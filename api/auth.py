@@ -1,7 +1,13 @@
-"""Edge gate, rate-limit identity and authentication of the API caller (one place for all endpoints)."""
+"""Edge gate, authentication and rate limits of the API caller (one place for all endpoints).
+
+Rate limits are keyed on the resolved credential, so they are checked after authentication, not in
+Flask-Limiter's own before-request hook: one counter per live key or identity-provider subject, and per
+client address for the trial key and public views, shared by every route (`API_RATE_LIMIT`). Before a
+credential is checked, the address's budget of failed authentications (`API_AUTH_FAILURE_RATE_LIMIT`) must
+not be spent, so guessing keys from one address is slow whatever the header says.
+"""
 from __future__ import annotations
 
-import hashlib
 import hmac
 import time
 
@@ -10,6 +16,7 @@ from flask import current_app, g, request
 from core.auth import AuthSettings, authenticate
 from core.errors import Forbidden, NotAuthenticated
 from core.extensions import limiter
+from core.redis_faults import record_redis_fault
 from core.scoping import InstitutionScope
 
 EDGE_HEADER = "X-Edge-Auth"
@@ -37,32 +44,75 @@ def enforce_edge_gate() -> None:
         raise Forbidden(EDGE_FORBIDDEN)
 
 
-def rate_limit_key() -> str:
-    """Per credential (hashed, never the raw key), else per client address."""
-    header = request.headers.get("Authorization", "")
-    if header.strip():
-        return "cred:" + hashlib.sha256(header.strip().encode()).hexdigest()[:32]
+API_LIMIT_SCOPE = "api"
+AUTH_FAILURE_LIMIT_SCOPE = "api-auth-failures"
+
+
+def _client_address_key() -> str:
     return "addr:" + (request.remote_addr or "unknown")
 
 
+def rate_limit_key() -> str:
+    """The resolved credential (key id, identity-provider subject), else the client address."""
+    principal = g.get("principal")
+    if principal is not None and principal.credential_id:
+        return principal.credential_id
+    return _client_address_key()
+
+
+def _authentication_failed(_response) -> bool:
+    return g.get("authentication_failed", False)
+
+
+def _check_auth_failure_budget() -> None:
+    """429 when this address has spent its failed authentications; a failure is counted after the response."""
+    with limiter.shared_limit(lambda: current_app.config["API_AUTH_FAILURE_RATE_LIMIT"],
+                              scope=AUTH_FAILURE_LIMIT_SCOPE, key_func=_client_address_key,
+                              deduct_when=_authentication_failed):
+        pass
+
+
+def _check_credential_budget() -> None:
+    """One counter per credential across every API route; 429 when it is spent."""
+    with limiter.shared_limit(lambda: current_app.config["API_RATE_LIMIT"], scope=API_LIMIT_SCOPE,
+                              key_func=rate_limit_key):
+        pass
+
+
 def add_rate_limit_headers(response) -> None:
-    """X-RateLimit-Limit/Remaining/Reset on every limited response, Retry-After only on a 429."""
+    """X-RateLimit-Limit/Remaining/Reset of the limit checked last, Retry-After only on a 429.
+
+    That is the credential's limit once authenticated, the address's failed-authentication budget on a 401
+    or on the 429 that budget gives. Headers are left out, not a 500, when the counters cannot be read.
+    """
     current = limiter.current_limit
     if current is None:
         return
+    try:
+        remaining, reset_at = current.remaining, int(current.reset_at)
+    except Exception as error:  # rate-limit storage unreachable: the request itself was allowed through
+        record_redis_fault("rate_limit", error)
+        return
     response.headers["X-RateLimit-Limit"] = str(current.limit.amount)
-    response.headers["X-RateLimit-Remaining"] = str(current.remaining)
-    response.headers["X-RateLimit-Reset"] = str(int(current.reset_at))
+    response.headers["X-RateLimit-Remaining"] = str(remaining)
+    response.headers["X-RateLimit-Reset"] = str(reset_at)
     if response.status_code == 429:
-        response.headers["Retry-After"] = str(max(1, int(current.reset_at - time.time())))
+        response.headers["Retry-After"] = str(max(1, int(reset_at - time.time())))
 
 
 def authenticate_request() -> None:
+    """Authenticate (unless the view is public), then count the request against the credential's limit."""
     view = current_app.view_functions.get(request.endpoint)
-    if getattr(view, "public", False):
-        return
-    principal = authenticate(request.headers.get("Authorization"), AuthSettings.from_config(current_app.config))
-    if principal.is_trial and not getattr(view, "trial_allowed", False):
-        raise NotAuthenticated(TRIAL_KEY_SCOPE)
-    g.principal = principal
-    g.scope = None if principal.is_trial else InstitutionScope(principal.institution_id)
+    if not getattr(view, "public", False):
+        _check_auth_failure_budget()
+        try:
+            principal = authenticate(request.headers.get("Authorization"),
+                                     AuthSettings.from_config(current_app.config))
+        except NotAuthenticated:
+            g.authentication_failed = True
+            raise
+        if principal.is_trial and not getattr(view, "trial_allowed", False):
+            raise NotAuthenticated(TRIAL_KEY_SCOPE)
+        g.principal = principal
+        g.scope = None if principal.is_trial else InstitutionScope(principal.institution_id)
+    _check_credential_budget()

@@ -5,6 +5,7 @@ here too, so a key of a disabled or deleted institution gets the same 404 on eve
 """
 from __future__ import annotations
 
+import hashlib
 import hmac
 from dataclasses import dataclass
 from functools import lru_cache
@@ -28,6 +29,9 @@ class Principal:
     institution_id: str | None
     key_id: str | None
     actor: str
+    # Stable identity of the credential itself, for per-credential rate limits: `key:<key id>` or
+    # `oidc:<hash of issuer and subject>`; None for the trial key (limited per client address instead).
+    credential_id: str | None = None
 
     @property
     def is_trial(self) -> bool:
@@ -41,6 +45,12 @@ class AuthSettings:
     oidc_audience: str = ""
     oidc_jwks_url: str = ""
     oidc_institution_claim: str = "institution_id"
+
+    @property
+    def oidc_enabled(self) -> bool:
+        """Identity tokens are checked only with a key set, an issuer and an audience (the app refuses to start
+        with a key set alone: core.config.check_startup_settings)."""
+        return bool(self.oidc_jwks_url and self.oidc_issuer and self.oidc_audience)
 
     @classmethod
     def from_config(cls, config) -> "AuthSettings":
@@ -57,12 +67,23 @@ MISSING_CREDENTIALS = "Missing API key: send the header 'Authorization: Bearer <
 INVALID_CREDENTIALS = "Invalid API key"
 
 
+def authorization_token(authorization_header: str | None, scheme: str = "Bearer") -> str | None:
+    """The token of `<scheme> <token>`: scheme compared case-insensitively, any whitespace around and between.
+
+    None when the header is missing, names another scheme or has no token. The one parser of Authorization
+    headers (the API and the bundled registry simulator use it).
+    """
+    parts = (authorization_header or "").split(None, 1)
+    if len(parts) != 2 or parts[0].casefold() != scheme.casefold():
+        return None
+    return parts[1].strip() or None
+
+
 def bearer_token(authorization_header: str | None) -> str:
-    if not authorization_header:
+    if not (authorization_header or "").strip():
         raise NotAuthenticated(MISSING_CREDENTIALS)
-    scheme, _, token = authorization_header.strip().partition(" ")
-    token = token.strip()
-    if scheme.lower() != "bearer" or not token:
+    token = authorization_token(authorization_header, "Bearer")
+    if token is None:
         raise NotAuthenticated("Malformed Authorization header: expected 'Bearer <API key>'")
     return token
 
@@ -73,7 +94,7 @@ def authenticate(authorization_header: str | None, settings: AuthSettings) -> Pr
         return Principal(kind="trial", institution_id=None, key_id=None, actor="trial")
     if token.startswith("sk_"):
         return _authenticate_live_key(token)
-    if token.count(".") == 2 and settings.oidc_jwks_url:
+    if token.count(".") == 2 and settings.oidc_enabled:
         return _authenticate_oidc(token, settings)
     raise NotAuthenticated(INVALID_CREDENTIALS)
 
@@ -88,7 +109,8 @@ def _authenticate_live_key(raw_key: str) -> Principal:
         raise NotAuthenticated("API key has been revoked")
     _require_active_institution(key.institution_id)
     _touch_last_used(key)
-    return Principal(kind="live_key", institution_id=key.institution_id, key_id=key.id, actor=key.prefix)
+    return Principal(kind="live_key", institution_id=key.institution_id, key_id=key.id, actor=key.prefix,
+                     credential_id=f"key:{key.id}")
 
 
 def _touch_last_used(key: ApiKey) -> None:
@@ -111,9 +133,9 @@ def _authenticate_oidc(token: str, settings: AuthSettings) -> Principal:
             token,
             signing_key.key,
             algorithms=["RS256", "RS384", "RS512", "ES256", "ES384", "PS256"],
-            audience=settings.oidc_audience or None,
-            issuer=settings.oidc_issuer or None,
-            options={"require": ["exp", "iss", "aud"] if settings.oidc_audience else ["exp", "iss"]},
+            audience=settings.oidc_audience,
+            issuer=settings.oidc_issuer,
+            options={"require": ["exp", "iss", "aud"]},
         )
     except jwt.ExpiredSignatureError:
         raise NotAuthenticated("Identity token has expired") from None
@@ -123,8 +145,10 @@ def _authenticate_oidc(token: str, settings: AuthSettings) -> Principal:
     if not isinstance(institution_id, str) or not institution_id:
         raise NotAuthenticated(f"Identity token has no '{settings.oidc_institution_claim}' claim")
     _require_active_institution(institution_id)
-    subject = str(claims.get("sub", "unknown"))[:80]
-    return Principal(kind="oidc", institution_id=institution_id, key_id=None, actor=f"oidc:{subject}")
+    subject = str(claims.get("sub", "unknown"))
+    identity = hashlib.sha256(f"{claims.get('iss', '')}\0{subject}".encode()).hexdigest()[:32]
+    return Principal(kind="oidc", institution_id=institution_id, key_id=None, actor=f"oidc:{subject[:80]}",
+                     credential_id=f"oidc:{identity}")
 
 
 def _require_active_institution(institution_id: str) -> None:

@@ -9,6 +9,9 @@ from pathlib import Path
 
 from flask import current_app
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.retry import Retry
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 INSTANCE_DIR = PROJECT_ROOT / "instance"
@@ -18,12 +21,16 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
 
     # Core: secrets, engines, the API edge and identity
-    SECRET_KEY: str = "dev-insecure-secret-change-me"
+    # Empty: a random key is generated on first start into SECRET_KEY_FILE and reused (core/secret_key.py).
+    SECRET_KEY: str = ""
+    SECRET_KEY_FILE: str = str(INSTANCE_DIR / "secret_key")
     DATABASE_URL: str = f"sqlite:///{INSTANCE_DIR / 'karibu.db'}"
     REDIS_URL: str = "redis://localhost:6379/0"
     TRIAL_API_KEY: str = "sk_trial_demo"
     EDGE_SHARED_SECRET: str = ""
     API_RATE_LIMIT: str = "600/minute"
+    # Failed API authentications per client address; when spent, every API request from it gets 429.
+    API_AUTH_FAILURE_RATE_LIMIT: str = "20/minute;200/hour"
     API_MAX_BODY_BYTES: int = 1_048_576
     OIDC_ISSUER: str = ""
     OIDC_AUDIENCE: str = ""
@@ -31,6 +38,11 @@ class Settings(BaseSettings):
     OIDC_INSTITUTION_CLAIM: str = "institution_id"
     LOG_LEVEL: str = "INFO"
     PROXY_COUNT: int = 0
+    # Redis faults: seconds before a Redis command or connection attempt is given up (every Redis client of
+    # the web app). Rate limits then count in-process until Redis answers again; queueing falls back to the
+    # periodic sweep.
+    REDIS_SOCKET_TIMEOUT: float = 0.5
+    REDIS_CONNECT_TIMEOUT: float = 0.5
     # Documents and bulk updates
     DOCUMENT_STORAGE_DIR: str = str(INSTANCE_DIR / "documents")
     EMIT_APPLICATION_UPDATED: bool = False
@@ -56,6 +68,8 @@ class Settings(BaseSettings):
     # Failed staff sign-ins per client address and email, and per client address (Flask-Limiter syntax).
     PORTAL_LOGIN_RATE_LIMIT: str = "5/minute;20/hour"
     PORTAL_LOGIN_ADDRESS_RATE_LIMIT: str = "30/minute"
+    # Failed staff sign-ins per account (per email typed, known or not), from all addresses together.
+    PORTAL_LOGIN_ACCOUNT_RATE_LIMIT: str = "10/minute;50/hour"
     # Trial verifications on the public /try page per client address.
     PORTAL_TRY_RATE_LIMIT: str = "30/minute"
     # Session cookie: set SESSION_COOKIE_SECURE=true behind TLS.
@@ -94,7 +108,35 @@ class Settings(BaseSettings):
         config["SQLALCHEMY_DATABASE_URI"] = normalise_database_url(self.DATABASE_URL)
         config["MAX_CONTENT_LENGTH"] = self.API_MAX_BODY_BYTES
         config["RATELIMIT_STORAGE_URI"] = self.REDIS_URL
+        config["RATELIMIT_STORAGE_OPTIONS"] = self.redis_options()
+        config["RATELIMIT_IN_MEMORY_FALLBACK_ENABLED"] = True
+        config["RATELIMIT_SWALLOW_ERRORS"] = True
         return config
+
+
+    def redis_options(self) -> dict:
+        """Keyword arguments of every Redis client: fail fast rather than hang when Redis is down or frozen.
+
+        One immediate retry on a connection error (a pooled connection that Redis closed), none on a timeout:
+        redis-py's default of three retries with exponential back-off would hold a request for seconds.
+        """
+        return {"socket_timeout": self.REDIS_SOCKET_TIMEOUT, "socket_connect_timeout": self.REDIS_CONNECT_TIMEOUT,
+                "retry": Retry(NoBackoff(), retries=1, supported_errors=(RedisConnectionError,))}
+
+
+class ConfigurationError(RuntimeError):
+    """A setting that makes it unsafe to start; the message names the setting and the fix."""
+
+
+def check_startup_settings(config) -> None:
+    """Refuse combinations that would silently weaken a check (run once, when the app is created)."""
+    if config["OIDC_JWKS_URL"]:
+        missing = [name for name in ("OIDC_ISSUER", "OIDC_AUDIENCE") if not config[name].strip()]
+        if missing:
+            raise ConfigurationError(
+                f"OIDC is enabled (OIDC_JWKS_URL is set) but {' and '.join(missing)} "
+                f"{'is' if len(missing) == 1 else 'are'} empty: tokens of any issuer or audience signed by "
+                "that key set would be accepted. Set OIDC_ISSUER and OIDC_AUDIENCE, or unset OIDC_JWKS_URL.")
 
 
 def settings() -> Settings:

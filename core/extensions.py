@@ -43,9 +43,12 @@ limiter = Limiter(key_func=get_remote_address, headers_enabled=False)
 
 
 def redis_connection() -> redis.Redis:
-    """One shared client per app (a connection pool), built lazily from REDIS_URL."""
+    """One shared client per app (a connection pool), built lazily from REDIS_URL, with short timeouts.
+
+    (The RQ worker lengthens the socket timeout of its own connection to cover its blocking dequeue.)
+    """
     client = current_app.extensions.get("karibu_redis")
     if client is None:
-        client = redis.Redis.from_url(settings().REDIS_URL)
+        client = redis.Redis.from_url(settings().REDIS_URL, **settings().redis_options())
         current_app.extensions["karibu_redis"] = client
     return client

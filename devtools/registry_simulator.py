@@ -28,6 +28,7 @@ from werkzeug.routing import Map, Rule
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
+from core.auth import authorization_token
 from core.verification.adapters.nesa import LEVELS_FROM_WIRE
 from core.verification.exam_records import ExamRecord
 from devtools.simulated_records import SIMULATED_RECORDS, find_simulated_record
@@ -143,8 +144,7 @@ class RegistrySimulator:
         garbage = Response('{"status": "FOUND", "result": {"reference": "NESA-', content_type="application/json")
         if (misbehaved := self._misbehave("NESA", request, garbage)) is not None:
             return misbehaved
-        header = request.headers.get("Authorization", "")
-        if not header.startswith("Bearer ") or not self._authorised("NESA", header[len("Bearer "):]):
+        if not self._authorised("NESA", authorization_token(request.headers.get("Authorization"), "Bearer")):
             return _json({"status": "UNAUTHORIZED", "message": "invalid bearer token"}, 401)
         body = request.get_json(silent=True)
         if not isinstance(body, dict) or body.get("examLevel") not in LEVELS_FROM_WIRE:
@@ -176,8 +176,7 @@ class RegistrySimulator:
         garbage = _json({"success": True, "data": {"candidate": "unavailable", "subjects": None}})
         if (misbehaved := self._misbehave("KNEC", request, garbage)) is not None:
             return misbehaved
-        header = request.headers.get("Authorization", "")
-        if not header.startswith("Token ") or not self._authorised("KNEC", header[len("Token "):]):
+        if not self._authorised("KNEC", authorization_token(request.headers.get("Authorization"), "Token")):
             return _json({"success": False, "error": {"code": "UNAUTHORIZED", "message": "bad token"}}, 401)
         record = find_simulated_record("KNEC", {
             "index_number": index_number, "year": request.args.get("year", ""),

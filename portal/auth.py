@@ -1,4 +1,9 @@
-"""Sign-in and sign-out. Failed attempts are throttled per address and email, and per address."""
+"""Sign-in and sign-out. Failed attempts are throttled per address and email, per address, and per account.
+
+The per-account budget holds however many addresses a guesser uses. It is keyed on the email as typed
+(normalised), whether or not an account has it, and the throttled page is the same for every email, so the
+lockout tells nobody whether an account exists.
+"""
 from __future__ import annotations
 
 import hashlib
@@ -14,9 +19,17 @@ from portal.rendering import render_page
 from portal.security import audit, safe_next, staff_required
 
 
-def _address_and_email() -> str:
+def _email_digest() -> str:
     email = (request.form.get("email") or "").strip().lower()
-    return "login:" + (request.remote_addr or "unknown") + ":" + hashlib.sha256(email.encode()).hexdigest()[:16]
+    return hashlib.sha256(email.encode()).hexdigest()[:16]
+
+
+def _address_and_email() -> str:
+    return "login:" + (request.remote_addr or "unknown") + ":" + _email_digest()
+
+
+def _account() -> str:
+    return "login-account:" + _email_digest()
 
 
 def _address() -> str:
@@ -42,6 +55,8 @@ _throttle_options = dict(methods=["POST"], deduct_when=_failed, on_breach=_throt
 @limiter.limit(lambda: current_app.config["PORTAL_LOGIN_RATE_LIMIT"], key_func=_address_and_email,
                **_throttle_options)
 @limiter.limit(lambda: current_app.config["PORTAL_LOGIN_ADDRESS_RATE_LIMIT"], key_func=_address,
+               **_throttle_options)
+@limiter.limit(lambda: current_app.config["PORTAL_LOGIN_ACCOUNT_RATE_LIMIT"], key_func=_account,
                **_throttle_options)
 def login():
     next_url = safe_next(request.args.get("next"))

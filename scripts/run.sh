@@ -40,7 +40,9 @@ fi
 "${FLASK[@]}" worker >instance/worker.log 2>&1 & pids+=($!)
 # No exam registry publishes a public API: live lookups go to the bundled simulator (REGISTRY_*_URL).
 "${FLASK[@]}" registry-simulator --port 8765 --quiet >instance/registry-simulator.log 2>&1 & pids+=($!)
-"$VENV_DIR/bin/gunicorn" --workers 2 --threads 4 --bind "127.0.0.1:$PORT" --access-logfile - wsgi:app \
+# The access log leaves out query strings: searches carry applicants' names (`?q=`), filters their data.
+"$VENV_DIR/bin/gunicorn" --workers 2 --threads 4 --bind "127.0.0.1:$PORT" --access-logfile - \
+  --access-logformat '%(h)s %(t)s "%(m)s %(U)s" %(s)s %(b)s %(M)sms %({x-request-id}o)s' wsgi:app \
   >instance/web.log 2>&1 & pids+=($!)
 
 for _ in $(seq 1 100); do

@@ -14,6 +14,11 @@ import uuid
 
 import pytest
 import redis
+
+TEST_SECRET_KEY = "test-secret-key-of-at-least-32-characters"
+# `wsgi` builds an app when imported, and subprocesses inherit the environment: a fixed test key keeps both
+# from generating a key file in the checkout's instance folder.
+os.environ.setdefault("SECRET_KEY", TEST_SECRET_KEY)
 from flask_migrate import upgrade
 from sqlalchemy import create_engine, text
 
@@ -61,11 +66,12 @@ def app_config(database_url: str, storage_dir) -> dict:
     return {
         "TESTING": True,
         "SQLALCHEMY_DATABASE_URI": database_url,
-        "SECRET_KEY": "test-secret-key",
+        "SECRET_KEY": TEST_SECRET_KEY,
         "REDIS_URL": REDIS_URL,
         "RATELIMIT_STORAGE_URI": REDIS_URL,
         "RATELIMIT_KEY_PREFIX": f"karibu-test-{uuid.uuid4().hex[:8]}",
         "API_RATE_LIMIT": "100000/minute",
+        "API_AUTH_FAILURE_RATE_LIMIT": "100000/minute",
         "DOCUMENT_STORAGE_DIR": str(storage_dir),
         "TRIAL_API_KEY": "sk_trial_demo",
         "EDGE_SHARED_SECRET": "",

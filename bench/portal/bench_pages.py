@@ -33,7 +33,7 @@ def free_port() -> int:
 
 
 def start_server(port: int, workers: int) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT), SECRET_KEY=os.environ.get("SECRET_KEY", "portal-bench"),
+    env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT), SECRET_KEY=os.environ.get("SECRET_KEY", "portal-bench-secret-of-at-least-32-characters"),
                PORTAL_LOGIN_RATE_LIMIT="1000/minute", PORTAL_LOGIN_ADDRESS_RATE_LIMIT="1000/minute")
     server = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", str(workers),

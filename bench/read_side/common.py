@@ -22,7 +22,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 if str(PROJECT_ROOT) not in sys.path:
     sys.path.insert(0, str(PROJECT_ROOT))
 DEFAULT_DATABASE_URL = "postgresql+psycopg://root@127.0.0.1:5432/karibu_bench"
-BENCH_SECRET_KEY = "read-side-bench-secret"
+BENCH_SECRET_KEY = "read-side-bench-secret-of-at-least-32-characters"
 
 
 def database_url() -> str:

@@ -82,7 +82,7 @@ def main() -> None:
         "REDIS_URL": os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/5"),
         "API_RATE_LIMIT": "1000000/minute",
         "LOG_LEVEL": "WARNING",
-        "SECRET_KEY": "bench-secret",
+        "SECRET_KEY": "bench-secret-key-of-at-least-32-characters",
         "DOCUMENT_STORAGE_DIR": str(workdir / "documents"),
         "REGISTRY_READ_TIMEOUT": "10",
     }

@@ -151,7 +151,7 @@ def main() -> None:
     database_url = args.database_url or f"sqlite:///{workdir}/bench.db"
     receiver = ReceiverProcess(workdir)
     environment = dict(os.environ, DATABASE_URL=database_url, REDIS_URL=args.redis_url,
-                       SECRET_KEY="bench-secret-key", WEBHOOK_ALLOW_PRIVATE_TARGETS="true",
+                       SECRET_KEY="bench-secret-key-of-at-least-32-characters", WEBHOOK_ALLOW_PRIVATE_TARGETS="true",
                        WEBHOOK_CA_BUNDLE=receiver.ca_path, LOG_LEVEL="WARNING")
     os.environ.update(environment)
 

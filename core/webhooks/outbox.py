@@ -8,8 +8,6 @@ finds the due deliveries in the database and wakes a worker again.
 
 from __future__ import annotations
 
-import logging
-
 from sqlalchemy import event as sa_event
 from sqlalchemy.orm import Session
 
@@ -17,11 +15,10 @@ from core.extensions import db, redis_connection
 from core.models import Event, new_id
 from core.models.webhooks import WebhookDelivery
 from core.queue import enqueue
+from core.redis_faults import record_redis_fault
 from core.scoping import InstitutionScope
 from core.webhooks.endpoints import TEST_EVENT_TYPE, get_endpoint
 from core.webhooks.runtime import runtime
-
-log = logging.getLogger(__name__)
 
 DRAIN_JOB = "jobs.deliveries.drain"
 QUEUE_NAME = "webhooks"
@@ -101,8 +98,8 @@ def _signal_after_commit(session: Session) -> None:
     if session.info.pop(_DRAIN_AFTER_COMMIT, False):
         try:
             signal_drain()
-        except Exception:  # Redis unavailable: the sweep wakes a worker once it is back
-            log.warning("could not queue a webhook drain; the sweep will retry", exc_info=True)
+        except Exception as error:  # Redis unavailable: the change is committed; the sweep wakes a worker
+            record_redis_fault("queue", error)
 
 
 @sa_event.listens_for(Session, "after_rollback")

@@ -85,8 +85,10 @@ class RegistryAdapter(ABC):
         status, body = self._exchange(wire)
         try:
             answer = self.parse_answer(status, body, identifiers)
-        except (MalformedAnswer, ValueError, KeyError, TypeError, IndexError, AttributeError) as error:
-            self._fail("malformed_response", f"status {status}: {type(error).__name__}: {error}"[:300])
+        except MalformedAnswer as error:  # our own wording: names what is wrong, never a value
+            self._fail("malformed_response", f"status {status}: {error}"[:300])
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as error:
+            self._fail("malformed_response", f"status {status}: {type(error).__name__}")
         logger.info("registry %s answered %s in %.0f ms", self.registry.code, answer.outcome,
                     (time.monotonic() - started) * 1000)
         return answer
@@ -122,9 +124,9 @@ class RegistryAdapter(ABC):
                     self._fail("credentials_rejected", f"status {response.status_code}")
                 return response.status_code, self._read_capped(response)
         except requests.Timeout as error:
-            self._fail("timeout", str(error)[:200])
+            self._fail("timeout", type(error).__name__)
         except requests.RequestException as error:
-            self._fail("connection", f"{type(error).__name__}: {error}"[:300])
+            self._fail("connection", type(error).__name__)
 
     def _read_capped(self, response: requests.Response) -> bytes:
         chunks, size = [], 0
@@ -136,6 +138,8 @@ class RegistryAdapter(ABC):
         return b"".join(chunks)
 
     def _fail(self, reason: str, detail: str):
+        """Log and raise. `detail` never holds the URL, a body or an exception's text: the request path and
+        parameters carry the candidate's identifiers (KNEC's index number is in the path)."""
         level = logging.ERROR if reason == "credentials_rejected" else logging.WARNING
         logger.log(level, "registry %s unavailable (%s): %s", self.registry.code, reason, detail)
         raise RegistryUnavailable(reason, detail)

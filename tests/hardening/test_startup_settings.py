@@ -1,0 +1,127 @@
+"""Start-up settings: no public default SECRET_KEY (forged cookies refused, weak keys stop the app, a generated
+key persists) and no OIDC without issuer and audience."""
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from flask import Flask
+from flask.sessions import SecureCookieSessionInterface
+
+from core.secret_key import MIN_SECRET_KEY_LENGTH
+from tests.conftest import app_config
+from wsgi import create_app
+
+ROOT = Path(__file__).resolve().parents[2]
+OLD_DEFAULT = "dev-insecure-secret-change-me"
+
+
+ATTACKER_ADDRESS, ATTACKER_AGENT = "203.0.113.7", "attacker-agent/1.0"
+
+
+def forged_session_cookie(secret_key: str, user_id: str) -> str:
+    """What an attacker who knows a key mints: Flask's own session serializer, a Flask-Login session.
+
+    Flask-Login's "strong" protection binds the session to a hash of the client's address and User-Agent,
+    both known to the attacker, so the forgery carries that too.
+    """
+    attacker = Flask("attacker")
+    attacker.secret_key = secret_key
+    serializer = SecureCookieSessionInterface().get_signing_serializer(attacker)
+    identifier = hashlib.sha512(f"{ATTACKER_ADDRESS.encode()}|{ATTACKER_AGENT.encode()}".encode()).hexdigest()
+    return serializer.dumps({"_user_id": user_id, "_fresh": True, "_id": identifier})
+
+
+@pytest.fixture
+def app_started_without_secret_key(database_url, tmp_path, monkeypatch):
+    """An app started the way a newcomer starts it: no SECRET_KEY anywhere."""
+    monkeypatch.delenv("SECRET_KEY", raising=False)
+    monkeypatch.setenv("SECRET_KEY_FILE", str(tmp_path / "instance" / "secret_key"))
+    config = app_config(database_url, tmp_path / "documents")
+    del config["SECRET_KEY"]
+    return create_app(config)
+
+
+@pytest.mark.parametrize("key", ["actual", OLD_DEFAULT])
+def test_session_cookie_forged_with_the_old_default_key_is_refused(app_started_without_secret_key, factory, key):
+    app = app_started_without_secret_key
+    client = app.test_client()
+    admin = factory.user(factory.institution(), role="admin")
+    signing_key = app.config["SECRET_KEY"] if key == "actual" else key
+    client.set_cookie("session", forged_session_cookie(signing_key, admin.id))
+    response = client.get("/dashboard", headers={"User-Agent": ATTACKER_AGENT},
+                          environ_overrides={"REMOTE_ADDR": ATTACKER_ADDRESS})
+    if key == "actual":  # control: the forgery is well formed, only the key decides
+        assert response.status_code == 200
+    else:
+        assert response.status_code == 302 and "/login" in response.headers["Location"]
+
+
+def flask_cli(tmp_path: Path, *args: str, **environment: str) -> subprocess.CompletedProcess:
+    """`flask --app wsgi …` as an operator runs it, outside the checkout (so no .env is read)."""
+    env = {name: value for name, value in os.environ.items() if name != "SECRET_KEY"}
+    env.update(PYTHONPATH=str(ROOT), DATABASE_URL=f"sqlite:///{tmp_path / 'karibu.db'}", **environment)
+    return subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("weak_key", [OLD_DEFAULT, "x" * (MIN_SECRET_KEY_LENGTH - 1), "test-secret-key"])
+def test_the_app_refuses_to_start_with_a_weak_secret_key(tmp_path, weak_key):
+    completed = flask_cli(tmp_path, "routes", SECRET_KEY=weak_key)
+    assert completed.returncode != 0
+    assert "Karibu cannot start: SECRET_KEY" in completed.stderr
+    assert "Traceback" not in completed.stderr
+    assert weak_key not in completed.stderr + completed.stdout  # the rejected key is not echoed
+
+
+def test_a_strong_secret_key_starts(tmp_path):
+    completed = flask_cli(tmp_path, "routes", SECRET_KEY="k" * MIN_SECRET_KEY_LENGTH,
+                          SECRET_KEY_FILE=str(tmp_path / "unused"))
+    assert completed.returncode == 0, completed.stderr
+    assert not (tmp_path / "unused").exists()
+
+
+def test_unset_secret_key_is_generated_once_private_and_reused(tmp_path):
+    key_file = tmp_path / "instance" / "secret_key"
+    first = flask_cli(tmp_path, "routes", SECRET_KEY_FILE=str(key_file))
+    assert first.returncode == 0, first.stderr
+    assert "set the same SECRET_KEY on every one" in first.stderr
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    key = key_file.read_text().strip()
+    assert len(key) >= MIN_SECRET_KEY_LENGTH
+    second = flask_cli(tmp_path, "routes", SECRET_KEY_FILE=str(key_file))
+    assert second.returncode == 0, second.stderr
+    assert key_file.read_text().strip() == key
+    assert [path.name for path in key_file.parent.iterdir()] == ["secret_key"]  # no temporary files left
+
+
+def test_the_default_key_file_is_in_the_instance_folder():
+    from core.config import INSTANCE_DIR, Settings
+    assert Settings.model_fields["SECRET_KEY"].default == ""
+    assert Path(Settings.model_fields["SECRET_KEY_FILE"].default) == INSTANCE_DIR / "secret_key"
+
+
+@pytest.mark.parametrize("missing", [("OIDC_ISSUER",), ("OIDC_AUDIENCE",), ("OIDC_ISSUER", "OIDC_AUDIENCE")])
+def test_oidc_without_issuer_or_audience_refuses_to_start(tmp_path, missing):
+    settings = {"OIDC_JWKS_URL": "https://idp.example.ac.rw/jwks", "OIDC_ISSUER": "https://idp.example.ac.rw",
+                "OIDC_AUDIENCE": "karibu-api"}
+    settings.update({name: "" for name in missing})
+    completed = flask_cli(tmp_path, "routes", SECRET_KEY="k" * MIN_SECRET_KEY_LENGTH, **settings)
+    assert completed.returncode != 0
+    assert "Karibu cannot start: OIDC is enabled" in completed.stderr
+    assert all(name in completed.stderr for name in missing)
+    assert "Traceback" not in completed.stderr
+
+
+def test_an_unwritable_key_file_stops_the_app_with_a_clear_message(tmp_path):
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("a file where the instance folder should be")
+    completed = flask_cli(tmp_path, "routes", SECRET_KEY_FILE=str(blocker / "secret_key"))
+    assert completed.returncode != 0
+    assert "Karibu cannot start: SECRET_KEY is not set" in completed.stderr and "SECRET_KEY_FILE" in completed.stderr
+    assert "Traceback" not in completed.stderr
