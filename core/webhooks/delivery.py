@@ -85,10 +85,16 @@ class PreparedAttempt:
 
 
 def claim_due(now: datetime, limit: int = CLAIM_BATCH) -> tuple[str, list[str]]:
-    """Lease up to `limit` due, unclaimed deliveries (oldest first); returns (lease token, their ids)."""
+    """Lease up to `limit` due, unclaimed deliveries (oldest first); returns (lease token, their ids).
+
+    The batch is picked once, in a materialised CTE, and the UPDATE joins it: written as
+    `id IN (SELECT … LIMIT n FOR UPDATE SKIP LOCKED)`, PostgreSQL may plan a nested loop that re-runs the
+    subquery for every row scanned, each run skipping what the previous ones had just leased, and so lease
+    the whole backlog under one token.
+    """
     token = secrets.token_hex(8)
     _without_waiting_for_disk()
-    due = (
+    picked = (
         select(WebhookDelivery.id)
         .where(
             WebhookDelivery.status.in_(SENDABLE_STATUSES),
@@ -98,11 +104,13 @@ def claim_due(now: datetime, limit: int = CLAIM_BATCH) -> tuple[str, list[str]]:
         .order_by(WebhookDelivery.next_attempt_at)
         .limit(limit)
         .with_for_update(skip_locked=True)
+        .cte("picked")
+        .prefix_with("MATERIALIZED", dialect="postgresql")
     )
     claimed = list(db.session.scalars(
         update(WebhookDelivery)
         .where(
-            WebhookDelivery.id.in_(due.scalar_subquery()),
+            WebhookDelivery.id == picked.c.id,
             # checked again on the locked row, so two workers can never lease the same delivery
             WebhookDelivery.status.in_(SENDABLE_STATUSES),
             or_(WebhookDelivery.lease_expires_at.is_(None), WebhookDelivery.lease_expires_at < now),
