@@ -119,6 +119,11 @@ class SweepingWorker(SimpleWorker):
         kwargs.setdefault("maintenance_interval", maintenance_seconds)
         kwargs.setdefault("worker_ttl", maintenance_seconds + RQ_TTL_MARGIN_SECONDS)
         super().__init__(*args, **kwargs)
+        self.shutdown_requested = False  # by a signal, as opposed to the loop giving up on an error
+
+    def handle_warm_shutdown_request(self):
+        self.shutdown_requested = True
+        super().handle_warm_shutdown_request()
 
     def perform_job(self, job, queue):
         try:

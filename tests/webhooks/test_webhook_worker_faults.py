@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import pytest
 from rq import Queue
@@ -16,7 +15,7 @@ from core.config import normalise_database_url
 from core.extensions import redis_connection
 from jobs import sweeps
 from tests.conftest import TEST_DB
-from tests.webhooks.conftest import run_worker
+from tests.webhooks.conftest import run_worker, wait_until
 from tests.webhooks.test_webhook_engine import configure, deliveries, emit
 from tests.webhooks.test_webhook_recovery import start_worker
 
@@ -105,15 +104,6 @@ def test_a_job_timed_out_inside_a_database_call_does_not_kill_the_worker(engine,
         locker.dispose()
         os.killpg(worker.pid, signal.SIGKILL)
         worker.wait(timeout=30)
-
-
-def wait_until(condition, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.2)
-    return False
 
 
 def wait_for_status(app, job_id: str, status: JobStatus, timeout: float) -> bool:
