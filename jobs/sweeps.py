@@ -97,10 +97,11 @@ def release_session() -> None:
 
 
 def _connections_of(session) -> list:
+    """The connections the session's transaction holds (read before closing it, which may fail)."""
     transaction = session.get_transaction()
     if transaction is None:
         return []
-    return [connection for connection, *_ in transaction._connections.values()]
+    return [connection for connection, *_ in getattr(transaction, "_connections", {}).values()]
 
 
 class SweepingWorker(SimpleWorker):
