@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from flask import current_app
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -64,6 +65,11 @@ class Settings(BaseSettings):
     WEBHOOK_ALLOW_HTTP: bool = False
     # PEM file used instead of the system trust store to verify receivers' certificates ("" = system store).
     WEBHOOK_CA_BUNDLE: str = ""
+    # Webhook reliability: how often the sweep chain looks for due deliveries whose job is missing, and how
+    # often every worker runs maintenance (restart its scheduler, revive the sweep chain, sweep once); an
+    # idle worker waits for jobs at most that long, so this bounds recovery after Redis loses its data.
+    WEBHOOK_SWEEP_SECONDS: int = Field(default=10, ge=1)
+    WORKER_MAINTENANCE_SECONDS: int = Field(default=30, ge=1)
     # Staff portal
     # Failed staff sign-ins per client address and email, and per client address (Flask-Limiter syntax).
     PORTAL_LOGIN_RATE_LIMIT: str = "5/minute;20/hour"

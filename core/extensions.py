@@ -1,6 +1,7 @@
 """Extension objects, created unbound here and bound to the app by `wsgi.register_extensions`."""
 from __future__ import annotations
 
+import re
 import sqlite3
 
 import redis
@@ -25,13 +26,46 @@ SQLITE_BUSY_TIMEOUT_MS = 5000
 
 @event.listens_for(Engine, "connect")
 def _tune_sqlite(dbapi_connection, _record) -> None:
-    """SQLite: write-ahead log (readers never block the writer), fewer fsyncs, wait for locks."""
+    """SQLite: write-ahead log (readers never block the writer), fewer fsyncs, wait for locks, and
+    transactions begun by `_begin_sqlite_write_transaction` instead of by pysqlite."""
     if isinstance(dbapi_connection, sqlite3.Connection):
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         cursor.close()
+        dbapi_connection.isolation_level = None  # pysqlite never emits BEGIN itself
+
+
+_WRITE_STATEMENT = re.compile(r"\s*(INSERT|UPDATE|DELETE|REPLACE)\b", re.IGNORECASE)
+
+
+@event.listens_for(Engine, "before_cursor_execute")
+def _begin_sqlite_write_transaction(connection, cursor, statement, parameters, context, executemany) -> None:
+    """SQLite: a transaction that writes takes the database's write lock before its first statement runs.
+
+    `SELECT … FOR UPDATE` is a no-op on SQLite, and pysqlite would begin a deferred transaction only at the
+    first INSERT/UPDATE, after the reads that decided what to write; concurrent requests then decided on the
+    same stale rows (a decision sent ten times). Here the first write, or the first read that PostgreSQL would
+    lock (`with_for_update()`), opens the transaction with BEGIN IMMEDIATE: it waits for the write lock
+    (busy_timeout), so writing transactions run one after another, each on fresh data. Plain reads before it run
+    outside any transaction and take no lock, as before.
+    """
+    if connection.dialect.name != "sqlite" or connection.connection.dbapi_connection.in_transaction:
+        return
+    if _WRITE_STATEMENT.match(statement) or _locks_rows(context):
+        cursor.execute("BEGIN IMMEDIATE")
+
+
+def _locks_rows(context) -> bool:
+    compiled = getattr(context, "compiled", None)
+    if compiled is None:
+        return False
+    if context.isinsert or context.isupdate or context.isdelete:
+        return True
+    return getattr(compiled.statement, "_for_update_arg", None) is not None  # select(...).with_for_update()
+
+
 migrate = Migrate()
 login_manager = LoginManager()
 csrf = CSRFProtect()

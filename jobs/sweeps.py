@@ -1,36 +1,57 @@
-"""The periodic webhook sweep, run by RQ's built-in scheduler as a self-renewing chain of jobs.
+"""The periodic webhook sweep, and the worker that keeps it going.
 
-Exactly one chain is live: Redis remembers the id of the next scheduled sweep, and a sweep whose id is not
-that one stops its chain. Workers check at start-up and at every maintenance pass that a chain exists, so
-it comes back by itself after Redis loses its data.
+The sweep runs as a self-renewing chain of jobs on RQ's built-in scheduler. Exactly one chain is live: Redis
+remembers the id of the next scheduled sweep, and a sweep whose id is not that one stops its chain. A sweep
+schedules its successor before it looks at the database, so a failing sweep never ends the chain.
+
+The chain is not the only safety net. Every worker, at every maintenance pass, restarts its scheduler if it
+is not running, starts a new chain unless the recorded one is still scheduled, queued or running (a failed
+or expired sweep does not count), and sweeps once itself; maintenance runs at least every
+`WORKER_MAINTENANCE_SECONDS`, because an idle worker waits for jobs only that long. So after Redis loses its
+data, or after every worker was killed, due deliveries are attempted within about one maintenance interval
+of a worker running, even before any scheduler holds its lock again.
 """
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 
+from redis.exceptions import RedisError
 from rq import SimpleWorker, get_current_job
-from rq.job import Job
+from rq.exceptions import NoSuchJobError
+from rq.job import Job, JobStatus
 
+from core.config import settings
 from core.counts import compact_counts
 from core.extensions import db, redis_connection
 from core.messages.sweep import sweep_due_messages
 from core.queue import queue
 from core.webhooks.sweep import sweep_due_deliveries
 
-SWEEP_INTERVAL = timedelta(seconds=10)
+log = logging.getLogger(__name__)
+
 SWEEP_QUEUE = "webhooks"
 CHAIN_KEY = "karibu:webhooks:sweep:next"
+# A chain whose recorded job is in one of these states is alive; any other state (failed, stopped,
+# canceled, finished, or the job gone) means the chain ended and a new one is started.
+LIVE_STATUSES = frozenset({JobStatus.SCHEDULED, JobStatus.QUEUED, JobStatus.STARTED, JobStatus.DEFERRED})
+# RQ waits for a job this much longer than its dequeue timeout before it calls the worker dead.
+RQ_TTL_MARGIN_SECONDS = 15
+
+
+def sweep_interval() -> timedelta:
+    return timedelta(seconds=settings().WEBHOOK_SWEEP_SECONDS)
 
 
 def sweep() -> int:
-    """Queue due deliveries and messages whose job is missing, then schedule the next sweep of this chain."""
+    """Schedule the next sweep of this chain, then queue due deliveries and messages whose job is missing."""
     current = get_current_job()
     connection = redis_connection()
     if current is not None and (connection.get(CHAIN_KEY) or b"").decode() != current.id:
         return 0  # a newer chain replaced this one
+    schedule_next_sweep(sweep_interval())
     queued = sweep_due_deliveries() + sweep_due_messages()
     compact_counts()  # keeps counter reads at about one row per combination
-    schedule_next_sweep(SWEEP_INTERVAL)
     return queued
 
 
@@ -40,33 +61,97 @@ def schedule_next_sweep(delay: timedelta) -> Job:
     return job
 
 
-def ensure_sweep_scheduled() -> bool:
-    """Start a sweep chain unless a live one exists; True when a new chain was started."""
+def chain_is_alive() -> bool:
     connection = redis_connection()
     next_id = connection.get(CHAIN_KEY)
-    if next_id is not None and Job.exists(next_id.decode(), connection=connection):
+    if next_id is None:
+        return False
+    try:
+        job = Job.fetch(next_id.decode(), connection=connection)
+    except NoSuchJobError:
+        return False
+    return job.get_status(refresh=False) in LIVE_STATUSES
+
+
+def ensure_sweep_scheduled() -> bool:
+    """Start a sweep chain unless a live one exists; True when a new chain was started."""
+    if chain_is_alive():
         return False
     schedule_next_sweep(timedelta(0))
     return True
 
 
-class SweepingWorker(SimpleWorker):
-    """An RQ worker that keeps the sweep chain alive (checked at start and every maintenance pass).
+def release_session() -> None:
+    """End the job's session; a connection left in the middle of a command is thrown away, not reused.
 
-    Jobs run in the worker process itself (no fork per job), so the webhook transport keeps its
-    keep-alive connections and the database pool its connections; each job gets a fresh session.
+    RQ's job timeout interrupts the job wherever it is, possibly inside a database call: the connection is
+    then busy ("another command is already in progress") and rolling it back fails. Such a connection is
+    invalidated (closed and dropped from the pool) so the worker carries on with a fresh one.
+    """
+    session = db.session()
+    connections = _connections_of(session)
+    try:
+        session.close()
+    except Exception:
+        log.warning("discarding a database connection left mid-command by the last job", exc_info=True)
+        for connection in connections:
+            connection.invalidate()
+    finally:
+        db.session.remove()
+
+
+def _connections_of(session) -> list:
+    """The connections the session's transaction holds (read before closing it, which may fail)."""
+    transaction = session.get_transaction()
+    if transaction is None:
+        return []
+    return [connection for connection, *_ in getattr(transaction, "_connections", {}).values()]
+
+
+class SweepingWorker(SimpleWorker):
+    """An RQ worker that keeps the sweep going and never dies of a job's broken database connection.
+
+    Jobs run in the worker process itself (no fork per job), so the webhook transport keeps its keep-alive
+    connections and the database pool its connections; each job gets a fresh session.
     """
 
-    def __init__(self, *args, **kwargs):
-        kwargs.setdefault("maintenance_interval", 60)
+    # While Redis is down, try it again at least this often (RQ's default backs off to 60 s).
+    max_connection_wait_time = 5.0
+
+    def __init__(self, *args, maintenance_seconds: int = 30, **kwargs):
+        # An idle worker blocks waiting for a job for worker_ttl - 15 seconds, and maintenance runs only
+        # between two waits: tie both to the maintenance interval.
+        kwargs.setdefault("maintenance_interval", maintenance_seconds)
+        kwargs.setdefault("worker_ttl", maintenance_seconds + RQ_TTL_MARGIN_SECONDS)
         super().__init__(*args, **kwargs)
+        self.shutdown_requested = False  # by a signal, as opposed to the loop giving up on an error
+
+    def handle_warm_shutdown_request(self):
+        self.shutdown_requested = True
+        super().handle_warm_shutdown_request()
 
     def perform_job(self, job, queue):
         try:
             return super().perform_job(job, queue)
         finally:
-            db.session.remove()  # a failed job never leaves a broken transaction for the next one
+            release_session()  # a failed job never leaves a broken transaction for the next one
 
     def run_maintenance_tasks(self):
-        super().run_maintenance_tasks()
+        try:
+            super().run_maintenance_tasks()
+        except RedisError:
+            self.log.warning("worker maintenance: Redis unavailable, trying again at the next pass")
+        keep_sweeping()
+
+
+def keep_sweeping() -> None:
+    """Make sure a sweep chain is alive and sweep once now; errors are logged, never raised."""
+    try:
         ensure_sweep_scheduled()
+        sweep_due_deliveries()
+        sweep_due_messages()
+    except Exception:
+        log.warning("sweep from worker maintenance failed; trying again at the next pass",
+                    exc_info=True)
+    finally:
+        release_session()

@@ -16,6 +16,7 @@ from core.webhooks.endpoints import (
     save_endpoint,
 )
 from core.webhooks.log import get_delivery_with_attempts, list_deliveries, recover_since, redeliver, send_test_ping
+from core.webhooks.urls import masked_url
 from portal import bp
 from portal.forms import ActionForm, RecoverForm, WebhookForm, submitted
 from portal.rendering import is_partial_request, render_page
@@ -73,7 +74,7 @@ def webhooks_save():
         endpoint, secret = save_endpoint(g.scope, form["url"], events=form["events"],
                                          include_name=form["include_name"])
     except KaribuError as error:
-        audit("webhook.save", form["url"][:200], status=error.status)
+        audit("webhook.save", masked_url(form["url"])[:200], status=error.status)
         field = error.extra.get("field", "url")
         return _settings_page(errors={field: error.message}, form=form, status=422)
     audit("webhook.save", endpoint.id)

@@ -18,7 +18,10 @@ class WebhookEndpoint(Base):
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=lambda: new_id("whe"))
     institution_id: Mapped[str] = mapped_column(ForeignKey("institutions.id"), unique=True)
+    # The URL as shown everywhere: its query values masked (`?token=••••`). The real query string, which
+    # often carries a token, is kept only encrypted, like the signing secret.
     url: Mapped[str] = mapped_column(String(2048))
+    url_query_ciphertext: Mapped[str | None] = mapped_column(Text, nullable=True)
     event_types: Mapped[list] = mapped_column(JSON)
     include_applicant_name: Mapped[bool] = mapped_column(Boolean, default=False)
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)

@@ -11,8 +11,9 @@ import json
 import secrets
 import time
 from concurrent.futures import as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from urllib.parse import urlsplit
 
 from sqlalchemy import bindparam, insert, or_, select, text, update
 
@@ -20,7 +21,7 @@ from core.extensions import db
 from core.models import Event, new_id
 from core.models.webhooks import SENDABLE_STATUSES, WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from core.timefmt import isoformat_z
-from core.webhooks.endpoints import disable_endpoint_after_failures, signing_secret
+from core.webhooks.endpoints import disable_endpoint_after_failures, signing_secret, target_url
 from core.webhooks.runtime import runtime
 from core.webhooks.schedule import DISABLE_AFTER_CONSECUTIVE_FAILURES, next_attempt_at
 from core.webhooks.signing import delivery_headers
@@ -75,7 +76,8 @@ class PreparedAttempt:
     delivery_id: str
     endpoint_id: str
     number: int
-    url: str
+    url: str  # where to send, with the real query string
+    shown_url: str  # what the attempt records: the query values masked
     secret: str
     body: bytes
     event_id: str
@@ -85,10 +87,16 @@ class PreparedAttempt:
 
 
 def claim_due(now: datetime, limit: int = CLAIM_BATCH) -> tuple[str, list[str]]:
-    """Lease up to `limit` due, unclaimed deliveries (oldest first); returns (lease token, their ids)."""
+    """Lease up to `limit` due, unclaimed deliveries (oldest first); returns (lease token, their ids).
+
+    The batch is picked once, in a materialised CTE, and the UPDATE joins it: written as
+    `id IN (SELECT … LIMIT n FOR UPDATE SKIP LOCKED)`, PostgreSQL may plan a nested loop that re-runs the
+    subquery for every row scanned, each run skipping what the previous ones had just leased, and so lease
+    the whole backlog under one token.
+    """
     token = secrets.token_hex(8)
     _without_waiting_for_disk()
-    due = (
+    picked = (
         select(WebhookDelivery.id)
         .where(
             WebhookDelivery.status.in_(SENDABLE_STATUSES),
@@ -98,11 +106,13 @@ def claim_due(now: datetime, limit: int = CLAIM_BATCH) -> tuple[str, list[str]]:
         .order_by(WebhookDelivery.next_attempt_at)
         .limit(limit)
         .with_for_update(skip_locked=True)
+        .cte("picked")
+        .prefix_with("MATERIALIZED", dialect="postgresql")
     )
     claimed = list(db.session.scalars(
         update(WebhookDelivery)
         .where(
-            WebhookDelivery.id.in_(due.scalar_subquery()),
+            WebhookDelivery.id == picked.c.id,
             # checked again on the locked row, so two workers can never lease the same delivery
             WebhookDelivery.status.in_(SENDABLE_STATUSES),
             or_(WebhookDelivery.lease_expires_at.is_(None), WebhookDelivery.lease_expires_at < now),
@@ -130,7 +140,8 @@ def _prepare(ids: list[str]) -> list[PreparedAttempt]:
             delivery.next_attempt_at = delivery.lease_token = delivery.lease_expires_at = None
             continue
         prepared.append(PreparedAttempt(
-            delivery_id=delivery.id, endpoint_id=endpoint.id, number=delivery.attempts + 1, url=endpoint.url,
+            delivery_id=delivery.id, endpoint_id=endpoint.id, number=delivery.attempts + 1,
+            url=target_url(endpoint), shown_url=endpoint.url,
             secret=signing_secret(endpoint), body=event_body(event), event_id=event.id, event_type=event.type,
             institution_id=event.institution_id, endpoint_failures=endpoint.consecutive_failures,
         ))
@@ -159,7 +170,17 @@ def _post(attempt: PreparedAttempt, transport) -> tuple[PreparedAttempt, datetim
     headers = delivery_headers(secret=attempt.secret, timestamp=unix_seconds(attempted_at), body=attempt.body,
                                event_id=attempt.event_id, event_type=attempt.event_type,
                                institution_id=attempt.institution_id)
-    return attempt, attempted_at, transport.post(attempt.url, headers, attempt.body)
+    outcome = transport.post(attempt.url, headers, attempt.body)
+    return attempt, attempted_at, _masked(outcome, attempt)
+
+
+def _masked(outcome: AttemptOutcome, attempt: PreparedAttempt) -> AttemptOutcome:
+    """The outcome with the URL's secret query string removed from its error text (connection errors
+    quote the URL)."""
+    query = urlsplit(attempt.url).query
+    if not query or not outcome.error or query not in outcome.error:
+        return outcome
+    return replace(outcome, error=outcome.error.replace(query, urlsplit(attempt.shown_url).query))
 
 
 def _send_batch(attempts: list[PreparedAttempt], token: str) -> list[AttemptReport]:
@@ -222,7 +243,7 @@ def _record(sent: list[tuple[PreparedAttempt, datetime, AttemptOutcome]], token:
     attempts_table, deliveries, endpoints = (WebhookAttempt.__table__, WebhookDelivery.__table__,
                                              WebhookEndpoint.__table__)
     connection.execute(insert(attempts_table), [{
-        "id": new_id("wha"), "delivery_id": attempt.delivery_id, "number": attempt.number, "url": attempt.url,
+        "id": new_id("wha"), "delivery_id": attempt.delivery_id, "number": attempt.number, "url": attempt.shown_url,
         "attempted_at": attempted_at, "duration_ms": outcome.duration_ms, "response_code": outcome.status_code,
         "error_class": outcome.error_class, "error": outcome.error, "response_excerpt": outcome.body_excerpt,
     } for attempt, attempted_at, outcome in sent])

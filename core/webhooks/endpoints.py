@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from sqlalchemy import update
 
 from core.errors import InvalidInput, NotFound
@@ -10,7 +12,7 @@ from core.models.webhooks import SENDABLE_STATUSES, WebhookDelivery, WebhookEndp
 from core.scoping import InstitutionScope
 from core.webhooks.runtime import runtime, transport_settings
 from core.webhooks.signing import generate_secret
-from core.webhooks.urls import UnsafeURL, check_url
+from core.webhooks.urls import UnsafeURL, check_url, split_query, with_query
 
 SUBSCRIBABLE_EVENT_TYPES = (
     "application.submitted",
@@ -71,11 +73,13 @@ def save_endpoint(scope: InstitutionScope, url: str, events=None, include_name: 
 
     A secret is made only when the endpoint is first created; `events` None keeps the current
     subscription (all types for a new endpoint), `include_name` None keeps the current option (off).
+    The URL's query string is stored encrypted and shown masked; a URL given back with the masked query
+    it was shown (`?token=••••`) keeps the stored query.
     """
     if scope.institution() is None:
         raise NotFound("Institution not found")
-    clean_url = validate_url(url)
     endpoint = get_endpoint(scope)
+    clean_url = validate_url(_unmasked(url, endpoint))
     event_types = validate_event_types(events) if events is not None else None
     if include_name is not None and not isinstance(include_name, bool):
         raise InvalidInput("include_name must be true or false", field="include_name")
@@ -84,7 +88,6 @@ def save_endpoint(scope: InstitutionScope, url: str, events=None, include_name: 
         new_secret = generate_secret()
         endpoint = WebhookEndpoint(
             institution_id=scope.institution_id,
-            url=clean_url,
             event_types=event_types or list(SUBSCRIBABLE_EVENT_TYPES),
             include_applicant_name=bool(include_name),
             enabled=True,
@@ -94,13 +97,40 @@ def save_endpoint(scope: InstitutionScope, url: str, events=None, include_name: 
         )
         db.session.add(endpoint)
     else:
-        endpoint.url = clean_url
         if event_types is not None:
             endpoint.event_types = event_types
         if include_name is not None:
             endpoint.include_applicant_name = include_name
+    endpoint.url, query = split_query(clean_url)
+    endpoint.url_query_ciphertext = runtime.secret_box().encrypt(query) if query else None
     db.session.commit()
     return endpoint, new_secret
+
+
+def _unmasked(url, endpoint: WebhookEndpoint | None):
+    """`url` with the stored query string put back when it carries the endpoint's masked query unchanged."""
+    if not isinstance(url, str) or endpoint is None or endpoint.url_query_ciphertext is None:
+        return url
+    try:
+        given_query = urlsplit(url.strip()).query
+    except ValueError:
+        return url  # validate_url says what is wrong with it
+    if given_query != urlsplit(endpoint.url).query:
+        return url
+    return with_query(url.strip(), target_query(endpoint))
+
+
+def target_query(endpoint: WebhookEndpoint) -> str:
+    if endpoint.url_query_ciphertext is None:
+        return ""
+    return runtime.secret_box().decrypt(endpoint.url_query_ciphertext)
+
+
+def target_url(endpoint: WebhookEndpoint) -> str:
+    """The URL deliveries are sent to, with its real query string."""
+    if endpoint.url_query_ciphertext is None:
+        return endpoint.url
+    return with_query(endpoint.url, target_query(endpoint))
 
 
 def rotate_secret(scope: InstitutionScope) -> str:

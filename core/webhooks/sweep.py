@@ -4,7 +4,7 @@ are claimed."""
 
 from __future__ import annotations
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import func, or_, select, text
 
 from core.extensions import db
 from core.models.webhooks import SENDABLE_STATUSES, WebhookDelivery
@@ -12,8 +12,14 @@ from core.webhooks.outbox import signal_drain
 from core.webhooks.runtime import runtime
 
 
+# The count runs in workers' maintenance too, outside any job timeout: never wait long for a lock.
+LOCK_TIMEOUT = "5s"
+
+
 def count_due_deliveries() -> int:
     now = runtime.clock.now()
+    if db.session.get_bind().dialect.name == "postgresql":
+        db.session.execute(text(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'"))
     count = db.session.scalar(
         select(func.count()).select_from(WebhookDelivery).where(
             WebhookDelivery.status.in_(SENDABLE_STATUSES),

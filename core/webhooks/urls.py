@@ -12,7 +12,7 @@ import re
 import socket
 from dataclasses import dataclass
 from typing import Callable
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], list[str]]
@@ -231,3 +231,33 @@ def _resolve(host: str, port: int, resolver: Resolver) -> list[IPAddress]:
         except ValueError as exc:
             raise UnsafeURL(f"{host} resolves to an invalid address", error_class="dns") from exc
     return addresses
+
+
+# Shown instead of every query-string value of a webhook URL (tokens are often passed there).
+QUERY_VALUE_MASK = "••••"
+
+
+def split_query(url: str) -> tuple[str, str]:
+    """(the URL with every query value masked, the raw query string or "")."""
+    parts = urlsplit(url)
+    if not parts.query:
+        return url, ""
+    masked = "&".join(
+        f"{pair.split('=', 1)[0]}={QUERY_VALUE_MASK}" if "=" in pair else QUERY_VALUE_MASK
+        for pair in parts.query.split("&")
+    )
+    return urlunsplit(parts._replace(query=masked)), parts.query
+
+
+def with_query(url: str, query: str) -> str:
+    """`url` with its query string replaced by `query`."""
+    return urlunsplit(urlsplit(url)._replace(query=query))
+
+
+def masked_url(url: str) -> str:
+    """`url` safe to show or log: its query values masked, even when the URL is malformed."""
+    try:
+        return split_query(url)[0]
+    except ValueError:
+        base, separator, _ = url.partition("?")
+        return base + (separator and f"?{QUERY_VALUE_MASK}")

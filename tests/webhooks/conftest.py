@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+import socket
+import subprocess
+import time
 from datetime import datetime, timedelta
 
 import pytest
+import redis
 from rq import Queue, SimpleWorker
 
 from core.extensions import redis_connection
@@ -70,3 +74,72 @@ def run_worker(app) -> None:
 def queued_jobs(app) -> int:
     with app.app_context():
         return Queue("webhooks", connection=redis_connection()).count
+
+
+class RedisServer:
+    """A private redis-server on a free loopback port, so a test may stop, restart and flush it."""
+
+    def __init__(self, data_dir):
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> "RedisServer":
+        self.process = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", str(self.data_dir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        client = redis.Redis(port=self.port)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        client.close()
+        return self
+
+    def stop(self) -> None:
+        """Kill the server (its data is gone: nothing is persisted)."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+            self.process = None
+
+    def flush(self) -> None:
+        client = redis.Redis(port=self.port)
+        client.flushall()
+        client.close()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def own_redis(engine, tmp_path, monkeypatch):
+    """The app (this process) switched to a private Redis server; stopped after the test."""
+    server = RedisServer(tmp_path).start()
+    monkeypatch.setitem(engine.config, "REDIS_URL", server.url)
+    monkeypatch.delitem(engine.extensions, "karibu_redis", raising=False)  # the shared client, rebuilt lazily
+    yield server
+    engine.extensions.pop("karibu_redis", None)
+    server.stop()
+
+
+def wait_until(condition, timeout: float) -> bool:
+    """Poll `condition` until it holds (True) or `timeout` seconds pass (False)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.2)
+    return False

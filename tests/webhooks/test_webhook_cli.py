@@ -68,3 +68,19 @@ def test_cli_errors_are_one_line_and_exit_non_zero(engine, factory, receiver):
     assert bad_since.exit_code == 2 and "--since" in bad_since.output
     unknown = invoke(engine, "set", "--institution", "ins_nope", "--url", receiver.url(RECEIVER_HOST))
     assert unknown.exit_code == 1 and "Institution not found" in unknown.output
+
+
+def test_set_shows_the_query_token_masked_and_deliveries_carry_it(engine, factory, receiver):
+    institution = factory.institution()
+    token = "tok_cli_5e4d3c2b1a"
+    created = invoke(engine, "set", "--institution", institution.id, "--url",
+                     receiver.url(RECEIVER_HOST) + f"?token={token}")
+    assert created.exit_code == 0, created.output
+    assert f"{receiver.url(RECEIVER_HOST)}?token=•••• " in created.output.replace("\n", " ")
+    assert token not in created.output
+
+    invoke(engine, "ping", "--institution", institution.id)
+    run_worker(engine)
+    assert receiver.server.wait_for(1)[0].path == f"/hooks?token={token}"
+    log = invoke(engine, "log", "--institution", institution.id, "--json")
+    assert json.loads(log.output)["deliveries"][0]["status"] == "delivered" and token not in log.output

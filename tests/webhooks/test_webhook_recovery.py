@@ -18,11 +18,13 @@ from tests.webhooks.conftest import run_worker
 from tests.webhooks.test_webhook_engine import configure, deliveries, emit
 
 
-def start_worker(engine, receiver, database_url, *extra) -> subprocess.Popen:
-    """A real `flask worker` process on the test database, trusting the receiver's CA."""
-    environment = dict(os.environ, DATABASE_URL=database_url, REDIS_URL=REDIS_URL,
+def start_worker(engine, receiver, database_url, *extra, redis_url: str = REDIS_URL,
+                 **settings) -> subprocess.Popen:
+    """A real `flask worker` process on the test database, trusting the receiver's CA; `settings` are
+    extra environment variables (e.g. WORKER_MAINTENANCE_SECONDS="2")."""
+    environment = dict(os.environ, DATABASE_URL=database_url, REDIS_URL=redis_url,
                        SECRET_KEY=engine.config["SECRET_KEY"], WEBHOOK_ALLOW_PRIVATE_TARGETS="true",
-                       WEBHOOK_CA_BUNDLE=receiver.ca_path)
+                       WEBHOOK_CA_BUNDLE=receiver.ca_path, **settings)
     return subprocess.Popen([sys.executable, "-m", "flask", "--app", "wsgi", "worker", "--queues", "webhooks",
                              *extra], env=environment, start_new_session=True, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
