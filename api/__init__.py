@@ -10,6 +10,7 @@ from api.auth import (
 )
 from api.bodies import reject_nul_characters
 from api.openapi import openapi_document
+from api.parameters import reject_unknown_query_parameters
 from core.audit import audit_api_request, redact_query
 from core.extensions import limiter
 from core.institutions import describe_institution
@@ -35,6 +36,7 @@ def _gate_api_requests():
 
 bp.before_request(authenticate_request)
 bp.before_request(reject_nul_characters)
+bp.before_request(reject_unknown_query_parameters)
 
 
 @bp.after_app_request
@@ -66,7 +68,7 @@ def _finish_api_response(response):
 @bp.get("/openapi.json")
 def openapi_json():
     """The OpenAPI 3.1 document (public: it describes the API, it holds no data)."""
-    return jsonify(openapi_document())
+    return jsonify(openapi_document(current_app.config["PUBLIC_BASE_URL"]))
 
 
 openapi_json.public = True
@@ -87,4 +89,4 @@ limiter.limit(
 )(bp)
 
 # Route modules register their views on `bp`.
-from api import applications, cycles, updates, verifications, zip  # noqa: E402,F401
+from api import applications, cycles, events, updates, verifications, zip  # noqa: E402,F401

@@ -12,7 +12,7 @@ from core.errors import InvalidInput
 def _json_body():
     """The parsed JSON body, or a 400 that says what is wrong with it (a body over the cap is a 413)."""
     if request.mimetype != "application/json":
-        raise InvalidInput("Content-Type must be application/json", field="Content-Type")
+        raise InvalidInput("Content-Type must be application/json", header="Content-Type")
     raw = request.get_data()
     if not raw:
         raise InvalidInput("request body is empty: send {\"updates\": [...]}", field="updates")

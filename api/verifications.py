@@ -19,12 +19,11 @@ def create_verification():
     """Verify an examination record against its registry (demo records with the trial key)."""
     if not request.is_json:
         raise InvalidInput("Request body must be JSON: send 'Content-Type: application/json'",
-                           fields=[{"field": "body", "message": "must be a JSON object"}])
+                           header="Content-Type")
     try:
         body = request.get_json()
     except BadRequest:
-        raise InvalidInput("Request body is not valid JSON",
-                           fields=[{"field": "body", "message": "must be a JSON object"}]) from None
+        raise InvalidInput("Request body is not valid JSON", field="body") from None
     result = verify(g.principal, body, request.headers.get(IDEMPOTENCY_HEADER))
     response = jsonify(result.body)
     if result.replayed:

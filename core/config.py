@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from flask import current_app
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -31,6 +32,11 @@ class Settings(BaseSettings):
     OIDC_INSTITUTION_CLAIM: str = "institution_id"
     LOG_LEVEL: str = "INFO"
     PROXY_COUNT: int = 0
+    # Public links: the address partners and applicants reach Karibu at (OpenAPI `servers`, links in messages)
+    PUBLIC_BASE_URL: str = "http://127.0.0.1:8000"
+    # Partner API: events feed. Events stay readable from GET /api/v1/events this many days (30 at least:
+    # the documented guarantee); the retention job deletes older ones.
+    EVENTS_RETENTION_DAYS: int = Field(default=30, ge=30)
     # Documents and bulk updates
     DOCUMENT_STORAGE_DIR: str = str(INSTANCE_DIR / "documents")
     EMIT_APPLICATION_UPDATED: bool = False

@@ -56,7 +56,7 @@ def apply(institution_id: str):
                 institution.id, form.program_id.data, form.cycle_id.data,
                 ApplicantFields(form.first_name.data, form.last_name.data, form.email.data, form.phone.data))
         except (InvalidInput, Conflict) as error:
-            field = getattr(form, error.extra.get("field") or "", None)
+            field = getattr(form, error.name or "", None)
             if field is not None:
                 field.errors = [*field.errors, error.message]
             else:

@@ -20,6 +20,7 @@ from sqlalchemy import create_engine, text
 from core.config import normalise_database_url
 from core.extensions import db as _db
 from tests.factories import Factory
+from tests.openapi_check import ErrorShapeCheckingClient
 from tests.simulators import live_registries, registry_simulator, running_simulator  # noqa: F401 (fixtures)
 from wsgi import create_app
 
@@ -75,6 +76,7 @@ def app_config(database_url: str, storage_dir) -> dict:
 @pytest.fixture(scope="session")
 def app(database_url, tmp_path_factory):
     app = create_app(app_config(database_url, tmp_path_factory.mktemp("documents")))
+    app.test_client_class = ErrorShapeCheckingClient
     with app.app_context():
         upgrade(directory=os.path.join(app.root_path, "migrations"))
     yield app

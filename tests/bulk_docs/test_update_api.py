@@ -153,6 +153,11 @@ def test_application_updated_is_emitted_only_when_enabled(app, patch, school, mo
     assert event.payload["stage_id"] == school.stages[2]
 
 
+def item_name(index: int, field: str | None) -> str:
+    """How the error body names a field of an item: `updates[3].decision`, or `updates[3]` for the item."""
+    return f"updates[{index}]" + (f".{field}" if field else "")
+
+
 INVALID_ITEMS = {
     "unknown id": ({"id": "app_doesnotexist", "stage": "submitted"}, "id", "no application with this id"),
     "invalid decision": ({"decision": "maybe"}, "decision", "must be one of none, accepted"),
@@ -193,7 +198,7 @@ def test_one_invalid_item_rejects_the_whole_batch(patch, school, database_state,
     [error] = body["errors"]
     assert error["index"] == 1
     assert error["id"] == bad["id"]
-    assert error["field"] == field
+    assert (error["location"], error["name"]) == ("body", item_name(1, field))
     assert message in error["message"]
     assert database_state() == before
 
@@ -207,8 +212,8 @@ def test_an_item_that_is_not_an_object_or_has_a_bad_id(patch, school, database_s
 
     assert response.status_code == 400
     errors = response.get_json()["errors"]
-    assert [(e["index"], e["id"], e["field"]) for e in errors] == [
-        (0, None, None), (1, None, "id"), (2, None, "id"), (3, "", "id")]
+    assert [(e["index"], e["id"], e["name"]) for e in errors] == [
+        (0, None, "updates[0]"), (1, None, "updates[1].id"), (2, None, "updates[2].id"), (3, "", "updates[3].id")]
     assert errors[0]["message"] == "each update must be a JSON object"
     assert errors[1]["message"] == "is required"
     assert database_state() == before
@@ -223,7 +228,7 @@ def test_duplicate_ids_in_one_batch_are_rejected(patch, school, database_state):
 
     assert response.status_code == 400
     [error] = response.get_json()["errors"]
-    assert (error["index"], error["field"]) == (1, "id")
+    assert (error["index"], error["name"]) == (1, "updates[1].id")
     assert error["message"] == "duplicate id: already updated by item 0"
     assert database_state() == before
 
@@ -240,8 +245,8 @@ def test_every_problem_is_reported_at_once(patch, school):
 
     body = response.get_json()
     assert body["error"] == "3 of 4 updates are invalid; nothing was changed"
-    assert [(e["index"], e["field"]) for e in body["errors"]] == [
-        (0, "decision"), (0, "enrolled"), (2, "id"), (3, "stage")]
+    assert [e["name"] for e in body["errors"]] == [
+        "updates[0].decision", "updates[0].enrolled", "updates[2].id", "updates[3].stage"]
 
 
 def test_ids_of_another_institution_are_unknown_and_block_the_batch(
@@ -256,7 +261,8 @@ def test_ids_of_another_institution_are_unknown_and_block_the_batch(
 
     assert response.status_code == 400
     [error] = response.get_json()["errors"]
-    assert error == {"index": 1, "id": foreign, "field": "id", "message": "no application with this id"}
+    assert error == {"location": "body", "name": "updates[1].id", "message": "no application with this id",
+                     "index": 1, "id": foreign}
     assert database_state() == before
 
 
@@ -267,7 +273,7 @@ def test_stages_of_another_institution_are_unknown(patch, factory, school, datab
     response = patch(school.headers, {"updates": [{"id": school.ids[0], "stage": with_own_stage}]})
 
     assert response.status_code == 400
-    assert response.get_json()["errors"][0]["field"] == "stage"
+    assert response.get_json()["errors"][0]["name"] == "updates[0].stage"
     assert database_state() == before
 
 
@@ -281,8 +287,8 @@ def make_other_pipeline(factory) -> str:
 
 BAD_BODIES = {
     "malformed JSON": ('{"updates": [', "application/json", "body", "not valid JSON"),
-    "wrong content type": ('{"updates": []}', "text/plain", "Content-Type", "must be application/json"),
-    "form body": ("updates=1", "application/x-www-form-urlencoded", "Content-Type", "application/json"),
+    "wrong content type": ('{"updates": []}', "text/plain", "header:Content-Type", "must be application/json"),
+    "form body": ("updates=1", "application/x-www-form-urlencoded", "header:Content-Type", "application/json"),
     "empty body": ("", "application/json", "updates", "request body is empty"),
     "not an object": ("[1, 2]", "application/json", "updates", "must be a JSON object"),
     "no updates": ("{}", "application/json", "updates", "updates is required"),
@@ -304,7 +310,8 @@ def test_bad_bodies_get_a_clear_400(patch, school, database_state, kind):
 
     assert response.status_code == 400
     body = response.get_json()
-    assert body["field"] == field
+    location, _, name = field.rpartition(":")
+    assert [(e["location"], e["name"]) for e in body["errors"]] == [(location or "body", name)]
     assert message in body["error"]
     assert database_state() == before
 
@@ -327,8 +334,10 @@ def test_a_body_over_the_configured_cap_is_413(app, patch, school, database_stat
     response = patch(school.headers, {"updates": updates})
 
     assert response.status_code == 413
+    message = "Request body too large: at most 2048 bytes"
     assert response.get_json() == {
-        "code": 413, "error": "Request body too large: at most 2048 bytes", "max_bytes": 2048}
+        "code": 413, "error": message, "errors": [{"location": "body", "name": "body", "message": message}],
+        "max_bytes": 2048}
     assert database_state() == before
 
 

@@ -77,7 +77,7 @@ def test_identifiers_not_matching_a_demo_record_give_404(client, app, body, regi
     assert response.status_code == 404
     assert_conforms(response)
     assert response.json == {
-        "code": 404, "error": "Record not found", "message": f"{registry_name} has no matching record",
+        "code": 404, "error": "Record not found", "errors": [], "message": f"{registry_name} has no matching record",
         "issuer": ISSUERS[body["issuer"]], "billing": {"charged": False, "amount": 0, "currency": "USD"},
     }
     assert ledger_rows(app) == 0
