@@ -5,10 +5,11 @@ Order and visibility. Events are written inside the transactions that cause them
 any order, so "the highest id seen so far" is not a safe position: an event with a lower id may still be
 uncommitted and would be skipped. Each event therefore carries `xact_id`, the id of the transaction that wrote
 it (PostgreSQL's `pg_current_xact_id()`), and `seq`, a sequence number. The feed is ordered by
-(`xact_id`, `seq`) and shows only events whose transaction is older than the oldest transaction still in
-progress (`xact_id < pg_snapshot_xmin(pg_current_snapshot())`). Every such transaction has ended, so nothing
-can appear later before the position a cursor holds: anything committed afterwards has a larger `xact_id`.
-The price is latency, not loss: while a transaction stays open, events of later transactions wait for it.
+(`xact_id`, `seq`) and shows only events whose transaction is older than the oldest transaction of this
+database still in progress (from `pg_current_snapshot()`, leaving out other databases' transactions). Every
+such transaction has ended, so nothing can appear later before the position a cursor holds: anything
+committed afterwards has a larger `xact_id`. The price is latency, not loss: while a transaction stays open,
+events of later transactions wait for it.
 On SQLite writes are serialised, `xact_id` is 0 and `seq` (given at insert under the write lock) is the order.
 
 Cursors are signed and bound to the query (`limit`, `type`, `since`) and the institution, like the list's.
@@ -35,8 +36,17 @@ EVENT_TYPES = (
     "application.submitted", "application.updated", "decision.sent", "decision.responded",
     "payment.completed", "webhook.test",
 )
-# Transactions still in progress hold back the events of later ones; see the module docstring.
-_OLDEST_RUNNING_TRANSACTION = literal_column("(pg_snapshot_xmin(pg_current_snapshot())::text)::bigint")
+# The oldest transaction of this database still in progress in the statement's snapshot (or the snapshot's
+# xmax when there is none): every event with a lower `xact_id` is committed (or rolled back) and visible.
+# Running transactions of other databases of the cluster are left out (they cannot write these rows) when
+# pg_stat_activity shows them; one it does not show (finished meanwhile, or hidden from a role without
+# pg_read_all_stats) counts, which can only delay events, never skip them.
+_OLDEST_RUNNING_TRANSACTION = literal_column("""(
+    SELECT COALESCE(MIN(running.xid::text::bigint), pg_snapshot_xmax(pg_current_snapshot())::text::bigint)
+    FROM pg_snapshot_xip(pg_current_snapshot()) AS running(xid)
+    WHERE NOT EXISTS (SELECT 1 FROM pg_stat_activity AS other
+                      WHERE other.backend_xid = running.xid::xid AND other.datname <> current_database())
+)""")
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,18 @@ def assert_matches_component(body, name: str) -> None:
     assert not errors, f"does not match {name}: {errors[0].message} at {list(errors[0].absolute_path)}: {body!r}"
 
 
+def event_schema_name(event_type: str) -> str:
+    """The component the document's `webhooks` section gives the request body of this event type."""
+    webhook = openapi_document()["webhooks"][event_type]["post"]
+    return webhook["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+
+
+def assert_is_event(envelope: dict) -> None:
+    """A webhook body or feed item matches the `webhooks` schema of its type (and the `Event` union)."""
+    assert_matches_component(envelope, event_schema_name(envelope["type"]))
+    assert_matches_component(envelope, "Event")
+
+
 def assert_error_shape(response) -> None:
     """A 4xx body is the shared `Error`; a 5xx body the `ServerError`."""
     if response.status_code < 400:
