@@ -68,6 +68,17 @@ def test_changed_applications_move_updated_at_and_appear_in_an_updated_since_syn
     assert [a["id"] for a in manifest["applications"]] == [second]
 
 
+def test_decisions_and_stage_ids_match_any_case_and_spaces_are_trimmed(patch, school):
+    first = school.ids[0]
+
+    response = patch(school.headers, {"updates": [
+        {"id": f" {first} ", "decision": " Accepted", "stage": school.stages[1].upper() + " "}]})
+
+    assert response.status_code == 200
+    application = response.get_json()["data"][0]["application"]
+    assert (application["decision"], application["stage"]) == ("accepted", school.stages[1])
+
+
 def test_setting_the_current_values_changes_nothing(patch, school):
     first = school.applications[0]
 
