@@ -89,4 +89,4 @@ limiter.limit(
 )(bp)
 
 # Route modules register their views on `bp`.
-from api import applications, cycles, events, updates, verifications, zip  # noqa: E402,F401
+from api import applications, cycles, events, reference, updates, verifications, zip  # noqa: E402,F401
