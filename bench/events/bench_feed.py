@@ -175,12 +175,17 @@ def run(args, database_url: str) -> None:
     print(f"    of which the feed query: {summary(empty_query)}")
     print(f"  GET /institution (floor): {summary(baseline)}  <- authentication, rate limit, audit row")
     print(f"  load average: {' '.join(f'{value:.1f}' for value in os.getloadavg())} on {os.cpu_count()} CPUs")
+    from core.event_feed import _OLDEST_RUNNING_TRANSACTION
+
+    statement = ("EXPLAIN (ANALYZE, BUFFERS) SELECT * FROM events WHERE institution_id = :i "
+                 f"AND xact_id < {_OLDEST_RUNNING_TRANSACTION.text} "
+                 "AND (xact_id, seq) > (:x, :s) ORDER BY xact_id, seq LIMIT :l")
     with engine.connect() as connection:
-        plan = connection.execute(text(
-            "EXPLAIN (ANALYZE, BUFFERS) SELECT * FROM events WHERE institution_id = :i "
-            "AND (xact_id, seq) > (:x, :s) ORDER BY xact_id, seq LIMIT :l"),
-            {"i": institution_id, "x": position.xact_id, "s": position.seq, "l": args.limit + 1}).scalars().all()
-    print("  deep page plan: " + " / ".join(line.strip() for line in plan if "Index" in line or "Execution" in line))
+        for label, (x, s) in (("deep page", position), ("empty poll", last)):
+            plan = connection.execute(text(statement), {
+                "i": institution_id, "x": x, "s": s, "l": args.limit + 1}).scalars().all()
+            steps = [line.strip() for line in plan if "Index Scan" in line or "Execution" in line]
+            print(f"  {label} SQL: " + " / ".join(steps))
 
 
 if __name__ == "__main__":

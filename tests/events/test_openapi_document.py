@@ -1,6 +1,8 @@
 """The served OpenAPI document: servers, tags, security schemes, the webhooks section and the shared error."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from core.event_feed import EVENT_TYPES
@@ -87,3 +89,16 @@ def test_the_error_component_accepts_only_the_one_shape(body, valid):
     else:
         with pytest.raises(AssertionError):
             assert_matches_component(body, "Error")
+
+
+def test_every_api_route_is_an_operation_of_the_document(app, document):
+    """Unknown query parameters are refused per operation of the document: no route may be missing from it."""
+    undocumented = set()
+    for rule in app.url_map.iter_rules():
+        if not rule.rule.startswith("/api/v1/") or rule.endpoint in ("api.openapi_json", "api.reference_page"):
+            continue
+        path = re.sub(r"<(?:[^:<>]+:)?([^<>]+)>", r"{\1}", rule.rule)
+        for method in rule.methods - {"HEAD", "OPTIONS"}:
+            if method.lower() not in document["paths"].get(path, {}):
+                undocumented.add(f"{method} {path}")
+    assert undocumented == set()
