@@ -9,7 +9,7 @@ from api.auth import (
     add_rate_limit_headers, authenticate_request, edge_gate_passes, enforce_edge_gate, rate_limit_key,
 )
 from api.bodies import reject_nul_characters
-from api.openapi import openapi_document
+from api.openapi import openapi_json_bytes
 from api.parameters import reject_unknown_query_parameters
 from core.audit import audit_api_request, redact_query
 from core.extensions import limiter
@@ -68,7 +68,8 @@ def _finish_api_response(response):
 @bp.get("/openapi.json")
 def openapi_json():
     """The OpenAPI 3.1 document (public: it describes the API, it holds no data)."""
-    return jsonify(openapi_document(current_app.config["PUBLIC_BASE_URL"]))
+    return current_app.response_class(openapi_json_bytes(current_app.config["PUBLIC_BASE_URL"]),
+                                      mimetype="application/json")
 
 
 openapi_json.public = True

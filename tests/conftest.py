@@ -14,6 +14,7 @@ import uuid
 
 import pytest
 import redis
+from flask import Flask
 from flask_migrate import upgrade
 from sqlalchemy import create_engine, text
 
@@ -25,6 +26,8 @@ from tests.simulators import live_registries, registry_simulator, running_simula
 from wsgi import create_app
 
 TEST_DB = os.environ.get("KARIBU_TEST_DB", "sqlite")
+# Every test client of every app the suite makes checks each API and callback error against the document.
+Flask.test_client_class = ErrorShapeCheckingClient
 POSTGRES_ADMIN_URL = normalise_database_url(
     os.environ.get("KARIBU_TEST_POSTGRES_URL", "postgresql://root@127.0.0.1:5432/postgres"))
 REDIS_URL = os.environ.get("KARIBU_TEST_REDIS_URL", "redis://127.0.0.1:6379/1")
@@ -76,7 +79,6 @@ def app_config(database_url: str, storage_dir) -> dict:
 @pytest.fixture(scope="session")
 def app(database_url, tmp_path_factory):
     app = create_app(app_config(database_url, tmp_path_factory.mktemp("documents")))
-    app.test_client_class = ErrorShapeCheckingClient
     with app.app_context():
         upgrade(directory=os.path.join(app.root_path, "migrations"))
     yield app

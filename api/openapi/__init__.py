@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from functools import lru_cache
 from pathlib import Path
 
@@ -36,3 +37,9 @@ def openapi_document(server_url: str | None = None) -> dict:
     if server_url:
         document["servers"] = [{"url": server_url.rstrip("/"), "description": "This Karibu service"}]
     return document
+
+
+@lru_cache(maxsize=4)
+def openapi_json_bytes(server_url: str) -> bytes:
+    """The served document, serialised once per server URL (it is large and requested often)."""
+    return json.dumps(openapi_document(server_url), ensure_ascii=False, separators=(",", ":")).encode()

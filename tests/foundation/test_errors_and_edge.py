@@ -41,7 +41,7 @@ def test_unexpected_error_is_generic_500_with_details_only_in_the_log(client, mo
     def explode(*_):
         raise RuntimeError(secret_detail)
 
-    monkeypatch.setattr(api, "openapi_document", explode)
+    monkeypatch.setattr(api, "openapi_json_bytes", explode)
     response = client.get("/api/v1/openapi.json", headers={"X-Request-Id": "req-500-check"})
     assert response.status_code == 500
     assert response.json == {"code": 500, "error": "Internal server error"}
@@ -55,7 +55,7 @@ def test_domain_error_extra_fields_are_rendered(client, monkeypatch):
     def refuse(*_):
         raise KaribuError("Registry unavailable")
 
-    monkeypatch.setattr(api, "openapi_document", refuse)
+    monkeypatch.setattr(api, "openapi_json_bytes", refuse)
     assert client.get("/api/v1/openapi.json").json == {"code": 500, "error": "Registry unavailable"}
 
 
@@ -146,9 +146,9 @@ def test_nul_characters_in_json_bodies_are_a_clear_400(client, factory, body, re
 def test_database_errors_with_non_numeric_codes_still_give_a_generic_500(client, monkeypatch):
     from sqlalchemy.exc import DataError
 
-    def fail():
+    def fail(*_):
         raise DataError("SELECT 1", {}, Exception("invalid byte sequence"))
 
-    monkeypatch.setattr(api, "openapi_document", fail)
+    monkeypatch.setattr(api, "openapi_json_bytes", fail)
     response = client.get("/api/v1/openapi.json")
     assert response.status_code == 500 and response.json == {"code": 500, "error": "Internal server error"}
