@@ -178,7 +178,7 @@ def run(args, database_url: str) -> None:
     from core.event_feed import _OLDEST_RUNNING_TRANSACTION
 
     statement = ("EXPLAIN (ANALYZE, BUFFERS) SELECT * FROM events WHERE institution_id = :i "
-                 f"AND xact_id < {_OLDEST_RUNNING_TRANSACTION.text} "
+                 f"AND xact_id < {_OLDEST_RUNNING_TRANSACTION.name} "
                  "AND (xact_id, seq) > (:x, :s) ORDER BY xact_id, seq LIMIT :l")
     with engine.connect() as connection:
         for label, (x, s) in (("deep page", position), ("empty poll", last)):
