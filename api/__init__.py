@@ -4,7 +4,8 @@ from __future__ import annotations
 from flask import Blueprint, current_app, g, jsonify, request
 
 from api.auth import add_rate_limit_headers, authenticate_request, enforce_edge_gate
-from api.openapi import openapi_document
+from api.openapi import openapi_json_bytes
+from api.parameters import reject_unknown_query_parameters
 from core.audit import AuditEntry
 from core.institutions import describe_institution
 
@@ -35,6 +36,7 @@ def _audit_as_the_principal() -> None:
 
 bp.before_request(authenticate_request)
 bp.before_request(_audit_as_the_principal)
+bp.before_request(reject_unknown_query_parameters)
 
 
 @bp.after_app_request
@@ -54,7 +56,8 @@ def _finish_api_response(response):
 @bp.get("/openapi.json")
 def openapi_json():
     """The OpenAPI 3.1 document (public: it describes the API, it holds no data)."""
-    return jsonify({**openapi_document(), "servers": [{"url": current_app.config["PUBLIC_BASE_URL"]}]})
+    return current_app.response_class(openapi_json_bytes(current_app.config["PUBLIC_BASE_URL"]),
+                                      mimetype="application/json")
 
 
 openapi_json.public = True
@@ -69,4 +72,4 @@ def current_institution():
                                    "actor": g.principal.actor}})
 
 # Route modules register their views on `bp`.
-from api import applications, cycles, updates, verifications, zip  # noqa: E402,F401
+from api import applications, cycles, events, reference, updates, verifications, zip  # noqa: E402,F401

@@ -57,8 +57,7 @@ def _complete(processor: str, payment_id, amount, currency, reference: str, fiel
         payment, completed_now = complete_payment(processor, str(payment_id), amount, currency,
                                                   application_id_of_reference(reference))
     except InvalidInput as error:
-        field = field_names.get(error.extra.get("field"), error.extra.get("field"))
-        raise InvalidInput(error.message, **{**error.extra, "field": field}) from None
+        raise error.renamed(field_names) from None
     g.audit.institution_id, g.audit.target = payment.institution_id, payment.id
     return jsonify({"code": 200, "result": "completed" if completed_now else "duplicate",
                     "payment_id": payment.id, "submission_id": payment.application_id})

@@ -1,10 +1,15 @@
-"""JSON errors for `/api/v1`: always `{"code": status, "error": text, ...}`; 500 never leaks details."""
+"""JSON errors for `/api/v1` and the callbacks: one shape for every 4xx, a generic body for every 500.
+
+4xx: `{"code": status, "error": text, "errors": [{"location", "name", "message"}, …], …}` (see
+core/errors.py; `errors` may be empty when no single input is at fault, as for a 401 or a 429).
+5xx: `{"code": status, "error": text, …}`; a 500 never leaks details.
+"""
 from __future__ import annotations
 
 from flask import current_app, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from core.errors import KaribuError
+from core.errors import KaribuError, problem
 
 INTERNAL_ERROR = "Internal server error"
 HTTP_MESSAGES = {
@@ -16,27 +21,34 @@ HTTP_MESSAGES = {
 }
 
 
-def json_error(status: int, message: str, /, **extra):
-    response = jsonify({"code": status, "error": message, **extra})
+def json_error(status: int, message: str, /, errors: list[dict] | None = None, **extra):
+    body = {"code": status, "error": message}
+    if status < 500:
+        body["errors"] = list(errors or [])
+    response = jsonify({**body, **extra})
     response.status_code = status
     return response
 
 
 def handle_api_exception(exc: Exception):
     if isinstance(exc, KaribuError):
-        return json_error(exc.status, exc.message, **exc.extra)
+        return json_error(exc.status, exc.message, exc.errors, **exc.extra)
     if isinstance(exc, HTTPException):
         status = exc.code or 500
-        extra = {}
+        extra, errors = {}, []
         if status == 413:
             limit = current_app.config.get("MAX_CONTENT_LENGTH")
             message = f"Request body too large: at most {limit} bytes" if limit else "Request body too large"
             extra = {"max_bytes": limit} if limit else {}
+            errors = [problem("body", "body", message)]
         elif status == 405:
             message = f"Method {request.method} not allowed on {request.path}"
+        elif status == 415:
+            message = HTTP_MESSAGES[415]
+            errors = [problem("header", "Content-Type", message)]
         else:
             message = HTTP_MESSAGES.get(status) or (exc.description if status < 500 else INTERNAL_ERROR)
-        response = json_error(status, message, **extra)
+        response = json_error(status, message, errors, **extra)
         for name, value in exc.get_response().headers.items():
             if name == "Allow":
                 response.headers[name] = value

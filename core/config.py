@@ -44,6 +44,11 @@ class Settings(BaseSettings):
     # periodic sweep.
     REDIS_SOCKET_TIMEOUT: float = 0.5
     REDIS_CONNECT_TIMEOUT: float = 0.5
+    # Public links: the address partners and applicants reach Karibu at (OpenAPI `servers`, links in messages)
+    PUBLIC_BASE_URL: str = "http://127.0.0.1:8000"
+    # Partner API: events feed. Events stay readable from GET /api/v1/events this many days (30 at least:
+    # the documented guarantee); the retention job deletes older ones.
+    EVENTS_RETENTION_DAYS: int = Field(default=30, ge=30)
     # Documents and bulk updates
     DOCUMENT_STORAGE_DIR: str = str(INSTANCE_DIR / "documents")
     EMIT_APPLICATION_UPDATED: bool = False

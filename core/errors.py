@@ -1,14 +1,44 @@
-"""Domain errors. The API renders them as `{"code": status, "error": message, **extra}`."""
+"""Domain errors, carrying the one error shape of the API and the callbacks.
+
+A 4xx is rendered as `{"code": status, "error": message, "errors": [problem, …], **extra}`, where each
+problem is `{"location": "query|body|header|path", "name": …, "message": …}` (plus optional keys, such as
+`index` and `id` for the items of a bulk update). Raise with `errors=[problem(…), …]` for several problems,
+or with one of the shorthands for a single one: `parameter=` (query), `field=` (body), `header=`.
+"""
 from __future__ import annotations
+
+LOCATIONS = ("query", "body", "header", "path")
+
+
+def problem(location: str, name: str, message: str, **extra) -> dict:
+    """One entry of `errors`: what is wrong, and where."""
+    if location not in LOCATIONS:
+        raise ValueError(f"unknown error location {location!r}")
+    return {"location": location, "name": name, "message": message, **extra}
 
 
 class KaribuError(Exception):
     status = 500
 
-    def __init__(self, message: str, **extra):
+    def __init__(self, message: str, *, errors: list[dict] | None = None, parameter: str | None = None,
+                 field: str | None = None, header: str | None = None, **extra):
         super().__init__(message)
         self.message = message
+        self.errors = list(errors or [])
+        for location, name in (("query", parameter), ("body", field), ("header", header)):
+            if name is not None:
+                self.errors.append(problem(location, name, message))
         self.extra = extra
+
+    @property
+    def name(self) -> str | None:
+        """The name of the first problem (the form field or parameter to point at), if any."""
+        return self.errors[0]["name"] if self.errors else None
+
+    def renamed(self, names: dict[str, str]) -> KaribuError:
+        """The same error with problem names translated through `names` (others kept)."""
+        errors = [{**entry, "name": names.get(entry["name"], entry["name"])} for entry in self.errors]
+        return type(self)(self.message, errors=errors, **self.extra)
 
 
 class InvalidInput(KaribuError):

@@ -12,6 +12,17 @@ from core.timefmt import isoformat_z
 from core.webhooks.outbox import add_delivery_for
 
 
+def envelope(event: Event) -> dict:
+    """The spec's webhook envelope: the body of a delivery and an item of the events feed."""
+    return {
+        "event_id": event.id,
+        "type": event.type,
+        "occurred_at": isoformat_z(event.occurred_at),
+        "institution_id": event.institution_id,
+        "data": event.payload,
+    }
+
+
 def _record(institution_id: str, event_type: str, data: dict, subject_id: str | None = None) -> Event:
     event = Event(institution_id=institution_id, type=event_type, occurred_at=utcnow(), payload=data,
                   subject_id=subject_id)

@@ -7,6 +7,10 @@ continue as CSV). It is signed with SECRET_KEY: a tampered cursor is "invalid cu
 another query or by another institution is "cursor does not match this query". Pages are found by keyset
 (`WHERE (submitted_at, id) > cursor ORDER BY submitted_at, id`), never by OFFSET, so page N costs what
 page 1 costs.
+
+Values are read leniently where that cannot change their meaning: surrounding spaces are trimmed, and
+`format`, `decision`, `stage` and the booleans match whatever their case. A `stage` that is not one of the
+institution's stage ids is a 400 listing them (an empty page would look like "no applications").
 """
 from __future__ import annotations
 
@@ -26,7 +30,7 @@ from sqlalchemy.orm import selectinload
 from core.config import settings
 from core.errors import InvalidInput
 from core.extensions import db
-from core.models import Applicant, Application, Cycle, Program
+from core.models import Applicant, Application, Cycle, Program, Stage
 from core.models.admissions import DECISIONS
 from core.partner_records import application_select
 from core.scoping import InstitutionScope
@@ -136,24 +140,25 @@ def _keyset_after(scope: InstitutionScope, position: Position, sort_column, id_c
 
 
 def text_parameter(args: Mapping[str, str], name: str) -> str | None:
-    """The raw value of a text parameter; NUL characters (which no database column can hold) are a 400."""
+    """The value of a text parameter without surrounding spaces; NUL characters (which no database column can
+    hold) are a 400."""
     raw = args.get(name)
     if raw is not None and "\x00" in raw:
         raise bad_parameter(name, f"{name} must not contain NUL characters")
-    return raw
+    return raw.strip() if raw is not None else None
 
 
 def parse_format(args: Mapping[str, str]) -> str:
-    value = args.get("format")
+    value = text_parameter(args, "format")
     if value is None:
         return "json"
-    if value not in FORMATS:
+    if value.lower() not in FORMATS:
         raise bad_parameter("format", "format must be json or csv")
-    return value
+    return value.lower()
 
 
 def parse_limit(args: Mapping[str, str], default_limit: int, max_limit: int) -> int:
-    raw = args.get("limit")
+    raw = text_parameter(args, "limit")
     if raw is None or raw == "":
         return default_limit
     try:
@@ -194,11 +199,13 @@ def _parse_filters(args: Mapping[str, str], require_q: bool) -> tuple[dict[str, 
             value = _parse_bool(name, raw)
             canonical[name] = "true" if value else "false"
         elif name == "decision":
-            if raw not in DECISIONS:
+            if raw.lower() not in DECISIONS:
                 raise bad_parameter("decision", f"decision must be one of: {', '.join(DECISIONS)}")
-            value = canonical[name] = raw
+            value = canonical[name] = raw.lower()
+        elif name == "stage":
+            value = canonical[name] = raw.lower()  # matched to a stage id of the pipeline by the query
         elif name == "q":
-            value = canonical[name] = raw.strip()
+            value = canonical[name] = raw
             if not 1 <= len(value) <= MAX_QUERY_LENGTH:
                 raise bad_parameter("q", f"q must be between 1 and {MAX_QUERY_LENGTH} characters")
         else:
@@ -211,7 +218,7 @@ def _parse_filters(args: Mapping[str, str], require_q: bool) -> tuple[dict[str, 
 
 def parse_application_query(args: Mapping[str, str], *, kind: str = "applications", default_limit: int = 50,
                             max_limit: int = 1000, require_q: bool = False) -> ApplicationQuery:
-    """Validate list parameters (unknown ones are ignored) and open the cursor, if any."""
+    """Validate list parameters and open the cursor, if any (unknown parameters are the API's to refuse)."""
     limit = parse_limit(args, default_limit, max_limit)
     filters, canonical = _parse_filters(args, require_q)
     fingerprint = query_fingerprint(kind, limit, canonical)
@@ -263,6 +270,15 @@ def _referenced_ids(scope: InstitutionScope, model, parameter: str, value: str) 
     return ids
 
 
+def pipeline_stage(scope: InstitutionScope, value: str) -> str:
+    """The stage id of this institution's pipeline that `value` names (any case); a 400 listing them if none."""
+    stages = list(db.session.scalars(scope.select(Stage, Stage.key).order_by(Stage.position)))
+    for stage in stages:
+        if stage.lower() == value.lower():
+            return stage
+    raise bad_parameter("stage", f"stage must be one of your pipeline's stage ids: {', '.join(stages)}")
+
+
 def _search_condition(scope: InstitutionScope, q: str, applicant_joined: bool):
     """Applicant text (name, full name, email; folded, so case and accents do not matter) or the id.
 
@@ -306,7 +322,9 @@ def filtered_applications(scope: InstitutionScope, filters: Mapping[str, Any], s
         statement = statement.where(Application.submitted_at < filters["submitted_before"])
     if "updated_since" in filters:
         statement = statement.where(Application.updated_at >= filters["updated_since"])
-    for name in ("stage", "decision", "enrolled", "paid"):
+    if "stage" in filters:
+        statement = statement.where(Application.stage == pipeline_stage(scope, filters["stage"]))
+    for name in ("decision", "enrolled", "paid"):
         if name in filters:
             statement = statement.where(getattr(Application, name) == filters[name])
     if "q" in filters:

@@ -20,7 +20,7 @@ from pydantic_core import PydanticCustomError
 from sqlalchemy.orm import selectinload
 
 from core import events
-from core.errors import InvalidInput
+from core.errors import InvalidInput, problem
 from core.extensions import db
 from core.messages.outbox import queue_decision_messages
 from core.models.admissions import DECISION_NONE, DECISIONS, Application, Decision, Stage
@@ -44,6 +44,14 @@ def _reject_null(value: Any) -> Any:
     return value
 
 
+def _strip(value: Any) -> Any:
+    return value.strip() if isinstance(value, str) else value
+
+
+def _lower_stripped(value: Any) -> Any:
+    return value.strip().lower() if isinstance(value, str) else value
+
+
 class ApplicationUpdate(BaseModel):
     """One item of ``updates``; a field left out is left unchanged."""
 
@@ -57,6 +65,8 @@ class ApplicationUpdate(BaseModel):
 
     _no_nulls = field_validator("stage", "decision", "enrolled", "send_decision", mode="before")(
         _reject_null)
+    _trimmed = field_validator("id", "stage", mode="before")(_strip)
+    _decision_any_case = field_validator("decision", mode="before")(_lower_stripped)
 
 
 class UpdateBatch(BaseModel):
@@ -74,8 +84,10 @@ class ItemError:
     field: str | None
     message: str
 
-    def as_dict(self) -> dict:
-        return {"index": self.index, "id": self.id, "field": self.field, "message": self.message}
+    def as_problem(self) -> dict:
+        """`{location, name: "updates[3].decision", message, index, id}` (the item's index and id kept)."""
+        name = f"updates[{self.index}]" + (f".{self.field}" if self.field else "")
+        return problem("body", name, self.message, index=self.index, id=self.id)
 
 
 @dataclass(frozen=True)
@@ -177,7 +189,7 @@ def _reject(errors: Sequence[ItemError], total: int):
     rejected = len({e.index for e in errors})
     raise InvalidInput(
         f"{rejected} of {total} updates are invalid; nothing was changed",
-        errors=[e.as_dict() for e in sorted(errors, key=lambda e: e.index)],
+        errors=[e.as_problem() for e in sorted(errors, key=lambda e: e.index)],
     )
 
 
@@ -255,15 +267,17 @@ def apply_updates(
         locking = locking.options(selectinload(Application.applicant))
     applications = {a.id: a for a in db.session.scalars(locking)}
     pipeline = list(db.session.scalars(scope.select(Stage, Stage.key).order_by(Stage.position)))
-    stages = set(pipeline)
+    stages = {key.lower(): key for key in pipeline}  # stage ids match whatever their case
 
     errors = list(batch.errors)
-    for index, update in batch.updates:
+    for position, (index, update) in enumerate(batch.updates):
         application = applications.get(update.id)
         if application is None:
             errors.append(ItemError(index, update.id, "id", "no application with this id"))
             continue
-        if update.stage is not None and update.stage not in stages:
+        if update.stage is not None and update.stage.lower() in stages:
+            update = updates[position] = update.model_copy(update={"stage": stages[update.stage.lower()]})
+        elif update.stage is not None:
             errors.append(ItemError(
                 index, update.id, "stage",
                 f"unknown stage {update.stage!r}: use a stage id of your pipeline "

@@ -138,7 +138,7 @@ def applicants_bulk():
         audit("applicants.bulk_update", f"{len(ids)} selected", status=400)
         if not is_partial_request():
             return _back_to_list(f"{error.message}.", "bad")
-        row_errors = {problem["id"]: problem["message"] for problem in error.extra.get("errors") or []}
+        row_errors = {problem["id"]: problem["message"] for problem in error.errors}
         rows, _ = fetch_applications_by_id(g.scope, ids)
         return render_page("applicants/partial/bulk_result.html", ok=False, message=error.message,
                            records=[application_record(row) for row in rows], row_errors=row_errors,

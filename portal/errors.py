@@ -25,7 +25,7 @@ def html_error(exc: Exception):
     fields = []
     if isinstance(exc, KaribuError):
         status, message = exc.status, exc.message
-        fields = exc.extra.get("fields") or []
+        fields = exc.errors
     elif isinstance(exc, HTTPException) and exc.response is not None:
         return exc.response  # a view already built the answer (e.g. the throttled sign-in page)
     elif isinstance(exc, HTTPException):

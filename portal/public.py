@@ -70,7 +70,7 @@ def apply(institution_id: str):
                 ApplicantFields(form.first_name.data, form.last_name.data, form.email.data, form.phone.data),
                 language=form.language.data)
         except (InvalidInput, Conflict) as error:
-            field = getattr(form, error.extra.get("field") or "", None)
+            field = getattr(form, error.name or "", None)
             if field is not None:
                 field.errors = [*field.errors, error.message]
             else:

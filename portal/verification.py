@@ -10,7 +10,7 @@ from flask_login import current_user
 
 from core.applicant_checks import record_check
 from core.auth import Principal
-from core.errors import KaribuError
+from core.errors import KaribuError, problem
 from core.extensions import limiter
 from core.models import Application
 from core.verification.billing import agreement_price, usage_by_month, usage_csv
@@ -68,8 +68,8 @@ def _outcome(principal: Principal, body: dict) -> dict:
     try:
         result = verify(principal, body)
     except KaribuError as error:
-        answer = {"code": error.status, "error": error.message, **error.extra}
-        return {"status": error.status, "answer": answer, "fields": error.extra.get("fields") or []}
+        answer = {"code": error.status, "error": error.message, "errors": error.errors, **error.extra}
+        return {"status": error.status, "answer": answer, "fields": error.errors}
     return {"status": 200, "answer": result.body, "fields": []}
 
 
@@ -79,7 +79,7 @@ def _page_status(outcome: dict) -> int:
 
 
 def _field_errors(outcome: dict) -> dict[str, str]:
-    return {problem["field"]: problem["message"] for problem in outcome.get("fields", [])}
+    return {problem["name"]: problem["message"] for problem in outcome.get("fields", [])}
 
 
 # --- the public try page -------------------------------------------------------------------------------
@@ -155,8 +155,8 @@ def verification_lookup():
     price = _price()
     if not form.confirm_billing.data:
         answer = {"code": 400, "error": "Confirm the charge before a live lookup",
-                  "fields": [{"field": "confirm_billing", "message": "tick the box to accept the charge"}]}
-        outcome = {"status": 400, "answer": answer, "fields": answer["fields"]}
+                  "errors": [problem("body", "confirm_billing", "tick the box to accept the charge")]}
+        outcome = {"status": 400, "answer": answer, "fields": answer["errors"]}
     else:
         outcome = _outcome(_staff_principal(), body)
         audit("verification.live", f"{issuer['code']} {application_id or ''}".strip(), status=outcome["status"])

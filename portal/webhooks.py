@@ -75,7 +75,7 @@ def webhooks_save():
                                          include_name=form["include_name"])
     except KaribuError as error:
         audit("webhook.save", masked_url(form["url"])[:200], status=error.status)
-        field = error.extra.get("field", "url")
+        field = error.name or "url"
         return _settings_page(errors={field: error.message}, form=form, status=422)
     audit("webhook.save", endpoint.id)
     return _settings_page(secret=secret, message="Webhook settings saved.")

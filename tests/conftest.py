@@ -14,6 +14,7 @@ import uuid
 
 import pytest
 import redis
+from flask import Flask
 
 TEST_SECRET_KEY = "test-secret-key-of-at-least-32-characters"
 # `wsgi` builds an app when imported, and subprocesses inherit the environment: a fixed test key keeps both
@@ -25,10 +26,13 @@ from sqlalchemy import create_engine, text
 from core.config import normalise_database_url
 from core.extensions import db as _db
 from tests.factories import Factory
+from tests.openapi_check import ErrorShapeCheckingClient
 from tests.simulators import live_registries, registry_simulator, running_simulator  # noqa: F401 (fixtures)
 from wsgi import create_app
 
 TEST_DB = os.environ.get("KARIBU_TEST_DB", "sqlite")
+# Every test client of every app the suite makes checks each API and callback error against the document.
+Flask.test_client_class = ErrorShapeCheckingClient
 POSTGRES_ADMIN_URL = normalise_database_url(
     os.environ.get("KARIBU_TEST_POSTGRES_URL", "postgresql://root@127.0.0.1:5432/postgres"))
 REDIS_URL = os.environ.get("KARIBU_TEST_REDIS_URL", "redis://127.0.0.1:6379/1")

@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import copy
+import json
 from functools import lru_cache
 from pathlib import Path
 
 import yaml
 
 HERE = Path(__file__).parent
-FRAGMENTS = ("applications", "cycles", "updates", "zip", "verifications")
+FRAGMENTS = ("applications", "cycles", "updates", "zip", "verifications", "events")
 
 
 def _merge(target: dict, source: dict, where: str) -> None:
@@ -30,5 +31,15 @@ def _document() -> dict:
     return document
 
 
-def openapi_document() -> dict:
-    return copy.deepcopy(_document())
+def openapi_document(server_url: str | None = None) -> dict:
+    """The document; with `server_url` (PUBLIC_BASE_URL when served) as its one `servers` entry."""
+    document = copy.deepcopy(_document())
+    if server_url:
+        document["servers"] = [{"url": server_url.rstrip("/"), "description": "This Karibu service"}]
+    return document
+
+
+@lru_cache(maxsize=4)
+def openapi_json_bytes(server_url: str) -> bytes:
+    """The served document, serialised once per server URL (it is large and requested often)."""
+    return json.dumps(openapi_document(server_url), ensure_ascii=False, separators=(",", ":")).encode()

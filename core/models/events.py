@@ -1,9 +1,14 @@
-"""The event outbox: every event is written in the same transaction as the change that caused it."""
+"""The event outbox: every event is written in the same transaction as the change that caused it.
+
+`seq` and `xact_id` give the events feed its order (see core/event_feed.py). Both are set by the database
+at insert: `seq` from a sequence (a trigger on SQLite), `xact_id` the id of the writing transaction on
+PostgreSQL (`pg_current_xact_id()`), 0 on SQLite, where writes are serialised.
+"""
 from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, DateTime, ForeignKey, Index, String
+from sqlalchemy import JSON, BigInteger, DateTime, FetchedValue, ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from core.models.base import Base, new_id, utcnow
@@ -11,7 +16,11 @@ from core.models.base import Base, new_id, utcnow
 
 class Event(Base):
     __tablename__ = "events"
-    __table_args__ = (Index("ix_events_institution_occurred", "institution_id", "occurred_at"),)
+    __table_args__ = (
+        Index("ix_events_institution_occurred", "institution_id", "occurred_at"),
+        Index("ix_events_feed", "institution_id", "xact_id", "seq"),
+        Index("uq_events_seq", "seq", unique=True),
+    )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=lambda: new_id("evt"))
     institution_id: Mapped[str] = mapped_column(ForeignKey("institutions.id"))
@@ -20,3 +29,6 @@ class Event(Base):
     # The `data` object of the delivered envelope; the subject lets the portal build a timeline.
     payload: Mapped[dict] = mapped_column(JSON)
     subject_id: Mapped[str | None] = mapped_column(String(32), nullable=True, index=True)
+    # Feed order, assigned by the database (never sent by the application).
+    seq: Mapped[int] = mapped_column(BigInteger, server_default=FetchedValue())
+    xact_id: Mapped[int] = mapped_column(BigInteger, server_default=FetchedValue())

@@ -3,7 +3,7 @@
 The functions the API and the portal use:
 
 - `list_issuers(include_demo)`: registries and their request fields (plus `demo_requests` for the trial key).
-- `validate_request(body) -> (registry, fields)`: raises InvalidInput with `fields=[{field, message}]`.
+- `validate_request(body) -> (registry, fields)`: raises InvalidInput listing every problem in `errors`.
 - `verify(principal, body, idempotency_key) -> VerificationResult`: raises RecordNotFound (404),
   ServiceUnavailable (503) or InvalidInput (400).
 - `usage_by_month(scope)` and `usage_csv(scope, month=None)`: billed usage for the portal.

@@ -78,7 +78,8 @@ def verify(principal, body: object, idempotency_key: str | None = None,
         scope = TRIAL_SCOPE if principal.is_trial else principal.institution_id
         endpoint = settings.endpoints[registry.code]
         lock_for = timedelta(seconds=endpoint.connect_timeout + endpoint.read_timeout + 5)
-        outcome = idempotency.claim(scope, key, idempotency.request_fingerprint(settings.hash_key, body), lock_for)
+        outcome = idempotency.claim(scope, key, idempotency.request_fingerprint(
+            settings.hash_key, {"issuer": registry.code, **identifiers}), lock_for)
         if isinstance(outcome, idempotency.StoredAnswer):
             return _replay(outcome)
         claimed = outcome

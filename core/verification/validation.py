@@ -1,7 +1,11 @@
 """Validation of `POST /verifications` bodies, driven by the registry definitions.
 
-Every problem is reported at once as `fields: [{field, message}]`, in a stable order: `issuer`, then the
-registry's fields in definition order, then unexpected fields in the order they were sent.
+Every problem is reported at once in `errors: [{location: "body", name, message}]`, in a stable order:
+`issuer`, then the registry's fields in definition order, then unexpected fields in the order they were sent.
+
+Lenient where it helps: the issuer code and enumerated values match whatever their case, surrounding spaces
+are trimmed, and a year may be sent as a number. The validated fields come back in canonical form (so
+idempotency, billing hashes and adapters see one spelling).
 """
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr, ValidationError, create_model
 
-from core.errors import InvalidInput
+from core.errors import InvalidInput, problem
 from core.verification.registries import CANDIDATE_NAME_FIELDS, REGISTRIES, FieldSpec, Registry
 
 INVALID_REQUEST = "Invalid verification request"
@@ -20,38 +24,54 @@ INVALID_REQUEST = "Invalid verification request"
 def validate_request(body: object) -> tuple[Registry, dict[str, str]]:
     """Return the registry and its validated identifier fields, or raise InvalidInput listing every problem."""
     if not isinstance(body, dict):
-        raise InvalidInput(INVALID_REQUEST, fields=[{"field": "body", "message": "must be a JSON object"}])
+        raise InvalidInput(INVALID_REQUEST, errors=[problem("body", "body", "must be a JSON object")])
     problems: list[dict[str, str]] = []
     registry = _registry_for(body.get("issuer", None), "issuer" in body, problems)
     identifiers = {key: value for key, value in body.items() if key != "issuer"}
     if registry is None:
         problems.extend(_name_problems(identifiers))
-        raise InvalidInput(INVALID_REQUEST, fields=problems)
+        raise InvalidInput(INVALID_REQUEST, errors=problems)
+    identifiers = _canonical(registry, identifiers)
     try:
         validated = _request_model(registry.code).model_validate(identifiers)
     except ValidationError as error:
         problems.extend(_field_problems(registry, identifiers, error))
     if problems:
-        raise InvalidInput(INVALID_REQUEST, fields=problems)
+        raise InvalidInput(INVALID_REQUEST, errors=problems)
     return registry, validated.model_dump()
+
+
+def _canonical(registry: Registry, identifiers: dict) -> dict:
+    """Trim text, accept a year given as a number, and spell enumerated values as the registry does."""
+    canonical = {}
+    for name, value in identifiers.items():
+        spec = next((spec for spec in registry.fields if spec.name == name), None)
+        if isinstance(value, str):
+            value = value.strip()
+        elif spec is not None and spec.is_year and isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        if spec is not None and spec.enum and isinstance(value, str):
+            value = next((allowed for allowed in spec.enum if allowed.lower() == value.lower()), value)
+        canonical[name] = value
+    return canonical
 
 
 def _registry_for(issuer: object, present: bool, problems: list[dict[str, str]]) -> Registry | None:
     known = ", ".join(REGISTRIES)
     if not present:
-        problems.append({"field": "issuer", "message": f"is required: one of {known}"})
+        problems.append(problem("body", "issuer", f"is required: one of {known}"))
     elif not isinstance(issuer, str):
-        problems.append({"field": "issuer", "message": f"must be a string: one of {known}"})
-    elif issuer not in REGISTRIES:
-        problems.append({"field": "issuer", "message": f"unknown issuer '{issuer[:40]}': expected one of {known}"})
+        problems.append(problem("body", "issuer", f"must be a string: one of {known}"))
+    elif issuer.strip().upper() not in REGISTRIES:
+        problems.append(problem("body", "issuer", f"unknown issuer '{issuer[:40]}': expected one of {known}"))
     else:
-        return REGISTRIES[issuer]
+        return REGISTRIES[issuer.strip().upper()]
     return None
 
 
 def _name_problems(identifiers: dict) -> list[dict[str, str]]:
     return [
-        {"field": key, "message": "candidate names are never sent; the registry returns them"}
+        problem("body", key, "candidate names are never sent; the registry returns them")
         for key in identifiers if key.lower() in CANDIDATE_NAME_FIELDS
     ]
 
@@ -63,7 +83,7 @@ def _field_problems(registry: Registry, identifiers: dict, error: ValidationErro
         by_field.setdefault(name, _message(registry, name, detail))
     ordered = [name for name in registry.field_names if name in by_field]
     ordered += [name for name in identifiers if name in by_field and name not in registry.field_names]
-    return [{"field": name, "message": by_field[name]} for name in ordered]
+    return [problem("body", name, by_field[name]) for name in ordered]
 
 
 def _message(registry: Registry, name: str, detail: dict) -> str:

@@ -17,10 +17,10 @@ from urllib.parse import urlsplit
 
 from sqlalchemy import bindparam, insert, or_, select, text, update
 
+from core.events import envelope
 from core.extensions import db
 from core.models import Event, new_id
 from core.models.webhooks import SENDABLE_STATUSES, WebhookAttempt, WebhookDelivery, WebhookEndpoint
-from core.timefmt import isoformat_z
 from core.webhooks.endpoints import disable_endpoint_after_failures, signing_secret, target_url
 from core.webhooks.runtime import runtime
 from core.webhooks.schedule import DISABLE_AFTER_CONSECUTIVE_FAILURES, next_attempt_at
@@ -50,14 +50,7 @@ class DrainResult:
 
 def event_body(event: Event) -> bytes:
     """The exact request body: the spec's envelope, compact JSON, UTF-8."""
-    envelope = {
-        "event_id": event.id,
-        "type": event.type,
-        "occurred_at": isoformat_z(event.occurred_at),
-        "institution_id": event.institution_id,
-        "data": event.payload,
-    }
-    return json.dumps(envelope, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return json.dumps(envelope(event), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def _without_waiting_for_disk() -> None:

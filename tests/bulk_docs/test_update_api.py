@@ -68,6 +68,17 @@ def test_changed_applications_move_updated_at_and_appear_in_an_updated_since_syn
     assert [a["id"] for a in manifest["applications"]] == [second]
 
 
+def test_decisions_and_stage_ids_match_any_case_and_spaces_are_trimmed(patch, school):
+    first = school.ids[0]
+
+    response = patch(school.headers, {"updates": [
+        {"id": f" {first} ", "decision": " Accepted", "stage": school.stages[1].upper() + " "}]})
+
+    assert response.status_code == 200
+    application = response.get_json()["data"][0]["application"]
+    assert (application["decision"], application["stage"]) == ("accepted", school.stages[1])
+
+
 def test_setting_the_current_values_changes_nothing(patch, school):
     first = school.applications[0]
 
@@ -153,6 +164,11 @@ def test_application_updated_is_emitted_only_when_enabled(app, patch, school, mo
     assert event.payload["stage_id"] == school.stages[2]
 
 
+def item_name(index: int, field: str | None) -> str:
+    """How the error body names a field of an item: `updates[3].decision`, or `updates[3]` for the item."""
+    return f"updates[{index}]" + (f".{field}" if field else "")
+
+
 INVALID_ITEMS = {
     "unknown id": ({"id": "app_doesnotexist", "stage": "submitted"}, "id", "no application with this id"),
     "invalid decision": ({"decision": "maybe"}, "decision", "must be one of none, accepted"),
@@ -193,7 +209,7 @@ def test_one_invalid_item_rejects_the_whole_batch(patch, school, database_state,
     [error] = body["errors"]
     assert error["index"] == 1
     assert error["id"] == bad["id"]
-    assert error["field"] == field
+    assert (error["location"], error["name"]) == ("body", item_name(1, field))
     assert message in error["message"]
     assert database_state() == before
 
@@ -207,8 +223,8 @@ def test_an_item_that_is_not_an_object_or_has_a_bad_id(patch, school, database_s
 
     assert response.status_code == 400
     errors = response.get_json()["errors"]
-    assert [(e["index"], e["id"], e["field"]) for e in errors] == [
-        (0, None, None), (1, None, "id"), (2, None, "id"), (3, "", "id")]
+    assert [(e["index"], e["id"], e["name"]) for e in errors] == [
+        (0, None, "updates[0]"), (1, None, "updates[1].id"), (2, None, "updates[2].id"), (3, "", "updates[3].id")]
     assert errors[0]["message"] == "each update must be a JSON object"
     assert errors[1]["message"] == "is required"
     assert database_state() == before
@@ -223,7 +239,7 @@ def test_duplicate_ids_in_one_batch_are_rejected(patch, school, database_state):
 
     assert response.status_code == 400
     [error] = response.get_json()["errors"]
-    assert (error["index"], error["field"]) == (1, "id")
+    assert (error["index"], error["name"]) == (1, "updates[1].id")
     assert error["message"] == "duplicate id: already updated by item 0"
     assert database_state() == before
 
@@ -240,8 +256,8 @@ def test_every_problem_is_reported_at_once(patch, school):
 
     body = response.get_json()
     assert body["error"] == "3 of 4 updates are invalid; nothing was changed"
-    assert [(e["index"], e["field"]) for e in body["errors"]] == [
-        (0, "decision"), (0, "enrolled"), (2, "id"), (3, "stage")]
+    assert [e["name"] for e in body["errors"]] == [
+        "updates[0].decision", "updates[0].enrolled", "updates[2].id", "updates[3].stage"]
 
 
 def test_ids_of_another_institution_are_unknown_and_block_the_batch(
@@ -256,7 +272,8 @@ def test_ids_of_another_institution_are_unknown_and_block_the_batch(
 
     assert response.status_code == 400
     [error] = response.get_json()["errors"]
-    assert error == {"index": 1, "id": foreign, "field": "id", "message": "no application with this id"}
+    assert error == {"location": "body", "name": "updates[1].id", "message": "no application with this id",
+                     "index": 1, "id": foreign}
     assert database_state() == before
 
 
@@ -267,7 +284,7 @@ def test_stages_of_another_institution_are_unknown(patch, factory, school, datab
     response = patch(school.headers, {"updates": [{"id": school.ids[0], "stage": with_own_stage}]})
 
     assert response.status_code == 400
-    assert response.get_json()["errors"][0]["field"] == "stage"
+    assert response.get_json()["errors"][0]["name"] == "updates[0].stage"
     assert database_state() == before
 
 
@@ -305,6 +322,7 @@ def test_bad_bodies_get_a_clear_400(patch, school, database_state, kind):
     assert response.status_code == 400
     body = response.get_json()
     assert body["code"] == 400
+    assert all(set(problem) >= {"location", "name", "message"} for problem in body["errors"])
     assert message in body["error"]
     assert database_state() == before
 
@@ -327,8 +345,10 @@ def test_a_body_over_the_configured_cap_is_413(app, patch, school, database_stat
     response = patch(school.headers, {"updates": updates})
 
     assert response.status_code == 413
+    message = "Request body too large: at most 2048 bytes"
     assert response.get_json() == {
-        "code": 413, "error": "Request body too large: at most 2048 bytes", "max_bytes": 2048}
+        "code": 413, "error": message, "errors": [{"location": "body", "name": "body", "message": message}],
+        "max_bytes": 2048}
     assert database_state() == before
 
 

@@ -112,8 +112,9 @@ def test_limit_defaults_to_ten_and_stops_at_one_hundred(download, factory):
     assert default.headers["X-Has-Next"] == "true"
     for response in (too_big, zero):
         assert response.status_code == 400
+        message = "limit must be an integer between 1 and 100"
         assert response.get_json() == {
-            "code": 400, "error": "limit must be an integer between 1 and 100", "parameter": "limit"}
+            "code": 400, "error": message, "errors": [{"location": "query", "name": "limit", "message": message}]}
 
 
 def test_a_missing_file_is_reported_in_the_manifest(app, download, attach, school):

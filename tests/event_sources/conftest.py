@@ -16,6 +16,7 @@ from core.models import AuditLog, Event
 from core.models.webhooks import WebhookDelivery
 from core.scoping import InstitutionScope
 from core.webhooks.endpoints import save_endpoint
+from tests.openapi_check import assert_is_event
 from tests.webhooks.conftest import RECEIVER_HOST, clock, engine, receiver, resolver, run_worker  # noqa: F401
 from tests.webhooks.independent_verifier import verify
 
@@ -79,6 +80,7 @@ def assert_written_and_delivered(app, institution, event_type: str, expected_dat
     run_worker(app)
     [request] = receiver.requests
     body = verify(secret, request.headers, request.body, time.time())
+    assert_is_event(body)
     assert body["event_id"] == event.id and body["type"] == event_type
     assert body["institution_id"] == institution.id
     assert body["data"] == expected_data

@@ -95,7 +95,7 @@ def assert_error(response, status: int, text: str, field: str | None = None):
     body = response.get_json()
     assert body["code"] == status and text in body["error"]
     if field is not None:
-        assert body["field"] == field
+        assert [(e["location"], e["name"]) for e in body["errors"]] == [("body", field)]
 
 
 # --- Flutterwave --------------------------------------------------------------------------------------------------
@@ -312,7 +312,7 @@ def test_callbacks_answer_json_for_wrong_methods_and_need_no_csrf_or_api_key(sou
     response = client.get(MPESA_URL)
     assert response.status_code == 405 and response.get_json()["code"] == 405
     assert "POST" in response.headers["Allow"]
-    assert client.get("/callbacks/payments/unknown").get_json() == {"code": 404, "error": "Not found"}
+    assert client.get("/callbacks/payments/unknown").get_json() == {"code": 404, "error": "Not found", "errors": []}
 
 
 def test_concurrent_deliveries_of_one_charge_complete_it_once(sources, factory):

@@ -62,7 +62,7 @@ def test_disabled_or_deleted_institution_is_not_found(app, client, factory):
         db.session.get(Institution, institution.id).status = "disabled"
         db.session.commit()
     response = client.get("/api/v1/institution", headers=auth_header(raw_key))
-    assert response.status_code == 404 and response.json == {"code": 404, "error": "Institution not found"}
+    assert response.status_code == 404 and response.json == {"code": 404, "error": "Institution not found", "errors": []}
     with app.app_context():
         row = db.session.get(Institution, institution.id)
         row.status, row.deleted_at = "active", row.created_at

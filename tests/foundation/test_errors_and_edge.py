@@ -23,10 +23,10 @@ def test_every_response_carries_a_request_id(client):
 def test_unknown_api_path_and_wrong_method_are_json(client, factory):
     _, raw_key = factory.api_key(factory.institution())
     response = client.get("/api/v1/no-such-thing", headers=auth_header(raw_key))
-    assert response.status_code == 404 and response.json == {"code": 404, "error": "Not found"}
+    assert response.status_code == 404 and response.json == {"code": 404, "error": "Not found", "errors": []}
     response = client.post("/api/v1/institution", headers=auth_header(raw_key))
     assert response.status_code == 405
-    assert response.json == {"code": 405, "error": "Method POST not allowed on /api/v1/institution"}
+    assert response.json == {"code": 405, "error": "Method POST not allowed on /api/v1/institution", "errors": []}
     assert "GET" in response.headers["Allow"]
 
 
@@ -38,10 +38,10 @@ def test_portal_errors_are_html(client):
 def test_unexpected_error_is_generic_500_with_details_only_in_the_log(client, monkeypatch, caplog):
     secret_detail = "database password is hunter2"
 
-    def explode():
+    def explode(*_):
         raise RuntimeError(secret_detail)
 
-    monkeypatch.setattr(api, "openapi_document", explode)
+    monkeypatch.setattr(api, "openapi_json_bytes", explode)
     response = client.get("/api/v1/openapi.json", headers={"X-Request-Id": "req-500-check"})
     assert response.status_code == 500
     assert response.json == {"code": 500, "error": "Internal server error"}
@@ -52,10 +52,10 @@ def test_unexpected_error_is_generic_500_with_details_only_in_the_log(client, mo
 
 
 def test_domain_error_extra_fields_are_rendered(client, monkeypatch):
-    def refuse():
+    def refuse(*_):
         raise KaribuError("Registry unavailable")
 
-    monkeypatch.setattr(api, "openapi_document", refuse)
+    monkeypatch.setattr(api, "openapi_json_bytes", refuse)
     assert client.get("/api/v1/openapi.json").json == {"code": 500, "error": "Registry unavailable"}
 
 
@@ -67,7 +67,7 @@ def test_edge_gate(app, client, factory, monkeypatch):
     for headers in ({}, {"X-Edge-Auth": "wrong"}, {"X-Edge-Auth": "edge-secret-valu"}):
         response = client.get("/api/v1/institution", headers={**auth_header(raw_key), **headers})
         assert response.status_code == 403
-        assert response.json == {"code": 403,
+        assert response.json == {"code": 403, "errors": [],
                                  "error": "Forbidden: request did not come through the official endpoint"}
         assert_conforms(response)
     # Unknown paths are gated too, before anything else is revealed.
@@ -149,9 +149,9 @@ def test_nul_characters_in_json_bodies_are_a_clear_400(client, factory, body, re
 def test_database_errors_with_non_numeric_codes_still_give_a_generic_500(client, monkeypatch):
     from sqlalchemy.exc import DataError
 
-    def fail():
+    def fail(*_):
         raise DataError("SELECT 1", {}, Exception("invalid byte sequence"))
 
-    monkeypatch.setattr(api, "openapi_document", fail)
+    monkeypatch.setattr(api, "openapi_json_bytes", fail)
     response = client.get("/api/v1/openapi.json")
     assert response.status_code == 500 and response.json == {"code": 500, "error": "Internal server error"}

@@ -91,3 +91,14 @@ def test_webhook_pages_are_for_admins_and_their_institution(staff, admin, portal
     assert other.get(f"/webhooks/deliveries/{delivery_id}").status_code == 404
     assert other.post(f"/webhooks/deliveries/{delivery_id}/redeliver", htmx=True).status_code == 404
     assert delivery_id not in _text(other.get("/webhooks"))
+
+
+def test_the_page_offers_the_events_feed_as_the_alternative(admin):
+    page = _text(admin.get("/webhooks"))
+    assert 'id="events-feed-alternative"' in page
+    assert "GET /api/v1/events" in page and 'href="/api/v1/docs#/Events/listEvents"' in page
+
+
+def test_the_portal_header_links_to_the_api_reference(admin, client):
+    for page in (_text(admin.get("/dashboard")), client.get("/login").get_data(as_text=True)):
+        assert '<a href="/api/v1/docs">API reference</a>' in page

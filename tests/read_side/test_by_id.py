@@ -49,7 +49,7 @@ def test_ids_is_required(api_get, tenant):
     for params in ({}, {"ids": ""}, {"ids": " , ,"}):
         response = api_get(tenant, BY_ID, params)
         assert response.status_code == 400
-        assert response.get_json() == {"code": 400, "error": "ids is required", "parameter": "ids"}
+        assert response.get_json() == {"code": 400, "error": "ids is required", "errors": [{"location": "query", "name": "ids", "message": "ids is required"}]}
 
 
 def test_at_most_100_ids(api_get, tenant, three):
@@ -59,7 +59,7 @@ def test_at_most_100_ids(api_get, tenant, three):
     assert len(ok.get_json()["missing"]) == 99
     too_many = api_get(tenant, BY_ID, {"ids": ",".join(hundred + [new_id("app")])})
     assert too_many.status_code == 400
-    assert too_many.get_json() == {"code": 400, "error": "too many ids: at most 100", "parameter": "ids"}
+    assert too_many.get_json() == {"code": 400, "error": "too many ids: at most 100", "errors": [{"location": "query", "name": "ids", "message": "too many ids: at most 100"}]}
 
 
 def test_a_repeated_id_counts_once(api_get, tenant, three):
@@ -77,4 +77,4 @@ def test_csv_with_missing_header(api_get, tenant, three):
 
 def test_invalid_format(api_get, tenant, three):
     response = api_get(tenant, BY_ID, {"ids": three[0].id, "format": "pdf"})
-    assert response.get_json() == {"code": 400, "error": "format must be json or csv", "parameter": "format"}
+    assert response.get_json() == {"code": 400, "error": "format must be json or csv", "errors": [{"location": "query", "name": "format", "message": "format must be json or csv"}]}

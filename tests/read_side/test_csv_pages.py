@@ -96,4 +96,4 @@ def test_csv_errors_are_json(api_get, tenant):
     response = api_get(tenant, LIST, {"format": "csv", "limit": "0"})
     assert response.status_code == 400
     assert response.headers["Content-Type"] == "application/json"
-    assert response.get_json()["parameter"] == "limit"
+    assert response.get_json()["errors"][0]["name"] == "limit"

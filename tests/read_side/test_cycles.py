@@ -61,6 +61,6 @@ def test_cycle_cursor_is_bound_to_limit_and_endpoint(api_get, factory, tenant):
 
 
 def test_cycle_parameter_errors(api_get, tenant):
-    assert api_get(tenant, CYCLES, {"limit": "0"}).get_json()["parameter"] == "limit"
+    assert api_get(tenant, CYCLES, {"limit": "0"}).get_json()["errors"][0]["name"] == "limit"
     assert api_get(tenant, CYCLES, {"format": "xls"}).get_json()["error"] == "format must be json or csv"
     assert api_get(tenant, CYCLES, {"cursor": "nope"}).get_json()["error"] == "invalid cursor"

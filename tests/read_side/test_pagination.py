@@ -109,8 +109,9 @@ def test_cursor_is_bound_to_each_parameter(api_get, tenant, many, parameter, fir
     for changed in variants:
         response = api_get(tenant, LIST, {**changed, "cursor": first["cursor"]})
         assert response.status_code == 400, changed
-        assert response.get_json() == {"code": 400, "error": "cursor does not match this query",
-                                       "parameter": "cursor"}
+        message = "cursor does not match this query"
+        assert response.get_json() == {"code": 400, "error": message,
+                                       "errors": [{"location": "query", "name": "cursor", "message": message}]}
 
 
 def test_adding_a_filter_invalidates_the_cursor(api_get, tenant, many):
@@ -171,7 +172,8 @@ def test_tampered_or_garbage_cursor_is_invalid(api_get, tenant, many, make_curso
         assert response.status_code == 200  # an empty cursor is the first page
         return
     assert response.status_code == 400
-    assert response.get_json() == {"code": 400, "error": "invalid cursor", "parameter": "cursor"}
+    assert response.get_json() == {"code": 400, "error": "invalid cursor",
+                                   "errors": [{"location": "query", "name": "cursor", "message": "invalid cursor"}]}
 
 
 def test_cursor_signed_with_another_secret_is_invalid(api_get, app, tenant, many):

@@ -14,6 +14,9 @@ from schemathesis.specs.openapi.checks import (
     content_type_conformance, ignored_auth, response_schema_conformance, status_code_conformance,
 )
 
+from core import events
+from core.scoping import InstitutionScope
+from core.extensions import db
 from tests.conftest import auth_header
 from tests.read_side.conftest import make_tenant
 
@@ -30,6 +33,10 @@ def seeded(factory):
                             cycle=tenant.cycle, first_name=("Aimée", "=1+1", "Jean-Paul")[number % 3],
                             decision=("none", "accepted", "rejected")[number % 3], paid=number % 2 == 0,
                             submitted_at=start + timedelta(hours=number))
+    with factory.app.app_context():  # the events feed has something to show
+        for _ in range(3):
+            events.emit_webhook_test(InstitutionScope(tenant.institution.id))
+        db.session.commit()
     return tenant
 
 

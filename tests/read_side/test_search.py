@@ -87,7 +87,7 @@ def test_search_pages_and_csv(api_get, factory, tenant):
 def test_q_errors(api_get, tenant, params, message):
     response = api_get(tenant, SEARCH, params)
     assert response.status_code == 400
-    assert response.get_json() == {"code": 400, "error": message, "parameter": "q"}
+    assert response.get_json() == {"code": 400, "error": message, "errors": [{"location": "query", "name": "q", "message": message}]}
 
 
 def test_q_of_200_characters_is_accepted(api_get, tenant, people):
@@ -96,6 +96,6 @@ def test_q_of_200_characters_is_accepted(api_get, tenant, people):
 
 def test_other_parameter_errors_name_the_parameter(api_get, tenant):
     response = api_get(tenant, SEARCH, {"q": "a", "limit": "5000"})
-    assert response.get_json()["parameter"] == "limit"
+    assert response.get_json()["errors"][0]["name"] == "limit"
     response = api_get(tenant, SEARCH, {"q": "a", "format": "tsv"})
     assert response.get_json()["error"] == "format must be json or csv"

@@ -62,7 +62,7 @@ def test_same_key_with_a_different_body_is_400(app, client, live_registries, bil
     assert response.status_code == 400
     assert_conforms(response)
     assert response.json["error"].startswith("This Idempotency-Key was already used with a different request body")
-    assert response.json["header"] == "Idempotency-Key"
+    assert [(p["location"], p["name"]) for p in response.json["errors"]] == [("header", "Idempotency-Key")]
     assert ledger_size(app) == 1
 
 

@@ -21,6 +21,8 @@ def test_non_json_bodies_are_400(client, data, content_type):
     assert_conforms(response)
     assert response.json["code"] == 400
     assert response.json["error"] == "Request body must be JSON: send 'Content-Type: application/json'"
+    assert response.json["errors"] == [{"location": "header", "name": "Content-Type",
+                                        "message": response.json["error"]}]
 
 
 def test_malformed_json_is_400(client):
@@ -35,10 +37,11 @@ def test_validation_problems_are_listed_in_the_error_body(client):
         "issuer": "KNEC", "index_number": "123", "examination": "KCSE", "first_name": "Brian"}, TRIAL)
     assert response.status_code == 400
     assert_conforms(response)
-    assert response.json == {"code": 400, "error": "Invalid verification request", "fields": [
-        {"field": "index_number", "message": "must be exactly 11 digits"},
-        {"field": "year", "message": "is required for KNEC"},
-        {"field": "first_name", "message": "candidate names are never sent; the registry returns them"},
+    assert response.json == {"code": 400, "error": "Invalid verification request", "errors": [
+        {"location": "body", "name": "index_number", "message": "must be exactly 11 digits"},
+        {"location": "body", "name": "year", "message": "is required for KNEC"},
+        {"location": "body", "name": "first_name",
+         "message": "candidate names are never sent; the registry returns them"},
     ]}
 
 
@@ -46,8 +49,8 @@ def test_unknown_issuer_is_400(client):
     response = post_json(client, "/api/v1/verifications", {"issuer": "WAEC", "index_number": "1"}, TRIAL)
     assert response.status_code == 400
     assert_conforms(response)
-    assert response.json["fields"] == [
-        {"field": "issuer", "message": "unknown issuer 'WAEC': expected one of NESA, UNEB, KNEC"}]
+    assert response.json["errors"] == [{"location": "body", "name": "issuer",
+                                        "message": "unknown issuer 'WAEC': expected one of NESA, UNEB, KNEC"}]
 
 
 @pytest.mark.parametrize("key", ["", "with space", "x" * 256, "naïve"])
@@ -56,7 +59,8 @@ def test_malformed_idempotency_key_is_400(client, key):
     response = post_json(client, "/api/v1/verifications", body, {**TRIAL, "Idempotency-Key": key})
     assert response.status_code == 400
     assert_conforms(response)
-    assert response.json["header"] == "Idempotency-Key"
+    [problem] = response.json["errors"]
+    assert (problem["location"], problem["name"]) == ("header", "Idempotency-Key")
 
 
 def test_json_null_is_not_an_object(client):

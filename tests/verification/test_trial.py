@@ -77,7 +77,7 @@ def test_identifiers_not_matching_a_demo_record_give_404(client, app, body, regi
     assert response.status_code == 404
     assert_conforms(response)
     assert response.json == {
-        "code": 404, "error": "Record not found", "message": f"{registry_name} has no matching record",
+        "code": 404, "error": "Record not found", "errors": [], "message": f"{registry_name} has no matching record",
         "issuer": ISSUERS[body["issuer"]], "billing": {"charged": False, "amount": 0, "currency": "USD"},
     }
     assert ledger_rows(app) == 0
@@ -111,8 +111,9 @@ def test_every_demo_request_listed_by_the_issuers_endpoint_matches(client):
 
 
 def test_trial_key_is_rejected_on_every_other_api_endpoint(app, client):
-    """Every `/api/v1` route except the two verification endpoints and the public document refuses it."""
-    allowed = {"/api/v1/verifications", "/api/v1/verifications/issuers", "/api/v1/openapi.json"}
+    """Every `/api/v1` route except the two verification endpoints and the public document and its reference
+    page refuses it."""
+    allowed = {"/api/v1/verifications", "/api/v1/verifications/issuers", "/api/v1/openapi.json", "/api/v1/docs"}
     checked = []
     for rule in app.url_map.iter_rules():
         if not rule.rule.startswith("/api/v1") or rule.rule in allowed:

@@ -116,7 +116,7 @@ def test_save_refuses_unsafe_urls_with_the_reason(engine, factory, url, reason):
     institution = factory.institution()
     with engine.app_context(), pytest.raises(InvalidInput) as refused:
         save_endpoint(InstitutionScope(institution.id), url)
-    assert reason in refused.value.message and refused.value.extra == {"field": "url"}
+    assert reason in refused.value.message and refused.value.name == "url"
     with engine.app_context():
         assert get_endpoint(InstitutionScope(institution.id)) is None
 

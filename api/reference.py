@@ -1,0 +1,44 @@
+"""`/api/v1/docs`: the API reference, the OpenAPI document rendered by Swagger UI (vendored, no CDN).
+
+Swagger UI was chosen over Redoc because it runs under the portal's strict Content-Security-Policy: it
+needs no inline script, no `eval` and no injected `<style>` elements (Redoc's styled-components inject
+them, which would need `style-src 'unsafe-inline'`), and no worker. The page sends the portal's policy, with
+one addition: `connect-src` also allows the origin of PUBLIC_BASE_URL, where "Try it out" sends requests.
+"""
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from flask import current_app, render_template
+
+from api import bp
+
+SWAGGER_UI = "vendor/swagger-ui-5.35.0"
+# The portal's policy (portal/security.py), nothing loosened.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; "
+    "connect-src 'self'{extra_connect}; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; "
+    "object-src 'none'"
+)
+
+
+def _public_origin() -> str:
+    parts = urlsplit(current_app.config["PUBLIC_BASE_URL"])
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") and parts.netloc else ""
+
+
+@bp.get("/docs")
+def reference_page():
+    """The human-readable API reference (public, like the document it renders)."""
+    origin = _public_origin()
+    response = current_app.make_response(render_template("api/reference.html", swagger_ui=SWAGGER_UI))
+    response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY.format(
+        extra_connect=f" {origin}" if origin else "")
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Referrer-Policy"] = "same-origin"
+    response.headers["X-Frame-Options"] = "DENY"
+    response.headers["Cache-Control"] = "no-cache"
+    return response
+
+
+reference_page.public = True

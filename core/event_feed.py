@@ -1,0 +1,146 @@
+"""The events feed: every event of an institution, oldest first, for partners that poll instead of receiving
+webhooks. A poller that keeps its last cursor sees every event exactly once and in order.
+
+Order and visibility. Events are written inside the transactions that cause them, and transactions commit in
+any order, so "the highest id seen so far" is not a safe position: an event with a lower id may still be
+uncommitted and would be skipped. Each event therefore carries `xact_id`, the id of the transaction that wrote
+it (PostgreSQL's `pg_current_xact_id()`), and `seq`, a sequence number. The feed is ordered by
+(`xact_id`, `seq`) and shows only events whose transaction is older than the oldest transaction of this
+database still in progress (from `pg_current_snapshot()`, leaving out other databases' transactions). Every
+such transaction has ended, so nothing can appear later before the position a cursor holds: anything
+committed afterwards has a larger `xact_id`. The price is latency, not loss: while a transaction stays open,
+events of later transactions wait for it.
+On SQLite writes are serialised, `xact_id` is 0 and `seq` (given at insert under the write lock) is the order.
+
+Cursors are signed and bound to the query (`limit`, `type`, `since`) and the institution, like the list's.
+"""
+from __future__ import annotations
+
+import hmac
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import literal_column, tuple_
+
+from core.errors import NotFound, problem
+from core.extensions import db
+from core.listing import (
+    Page, bad_parameter, decode_cursor, encode_cursor, parse_limit, query_fingerprint, text_parameter,
+)
+from core.models import Event
+from core.scoping import InstitutionScope
+from core.timefmt import parse_utc
+
+EVENT_TYPES = (
+    "application.submitted", "application.updated", "decision.sent", "decision.responded",
+    "payment.completed", "webhook.test",
+)
+# The oldest transaction of this database still in progress in the statement's snapshot (or the snapshot's
+# xmax when there is none): every event with a lower `xact_id` is committed (or rolled back) and visible.
+# Running transactions of other databases of the cluster are left out (they cannot write these rows) when
+# pg_stat_activity shows them; one it does not show (finished meanwhile, or hidden from a role without
+# pg_read_all_stats) counts, which can only delay events, never skip them.
+_OLDEST_RUNNING_TRANSACTION = literal_column("""(
+    SELECT COALESCE(MIN(running.xid::text::bigint), pg_snapshot_xmax(pg_current_snapshot())::text::bigint)
+    FROM pg_snapshot_xip(pg_current_snapshot()) AS running(xid)
+    WHERE NOT EXISTS (SELECT 1 FROM pg_stat_activity AS other
+                      WHERE other.backend_xid = running.xid::xid AND other.datname <> current_database())
+)""")
+
+
+@dataclass(frozen=True)
+class FeedPosition:
+    institution_id: str
+    xact_id: int
+    seq: int
+
+
+@dataclass(frozen=True)
+class EventQuery:
+    limit: int
+    types: tuple[str, ...]
+    since: datetime | None
+    fingerprint: str
+    after: FeedPosition | None = None
+
+
+def _parse_types(values: list[str]) -> tuple[str, ...]:
+    """`type` repeated and/or comma-separated, any case; each once, in canonical order."""
+    wanted = set()
+    for value in values:
+        if "\x00" in value:
+            raise bad_parameter("type", "type must not contain NUL characters")
+        for part in value.split(","):
+            part = part.strip().lower()
+            if not part:
+                continue
+            if part not in EVENT_TYPES:
+                raise bad_parameter("type", f"type must be one of: {', '.join(EVENT_TYPES)}")
+            wanted.add(part)
+    return tuple(name for name in EVENT_TYPES if name in wanted)
+
+
+def parse_event_query(args, *, default_limit: int = 50, max_limit: int = 1000) -> EventQuery:
+    """Validate the feed's parameters (`args` is a MultiDict: `type` may repeat) and open the cursor."""
+    limit = parse_limit(args, default_limit, max_limit)
+    types = _parse_types(args.getlist("type"))
+    since_text = text_parameter(args, "since")
+    since = None
+    if since_text:
+        try:
+            since = parse_utc(since_text)
+        except (ValueError, OverflowError):
+            raise bad_parameter(
+                "since", "since must be an ISO-8601 date or datetime, e.g. 2026-01-31 or 2026-01-31T08:00:00Z"
+            ) from None
+    canonical = {"type": ",".join(types), "since": since.isoformat() if since else ""}
+    fingerprint = query_fingerprint("events", limit, canonical)
+    return EventQuery(limit=limit, types=types, since=since, fingerprint=fingerprint,
+                      after=_open_cursor(args, fingerprint))
+
+
+def _open_cursor(args: Mapping[str, str], fingerprint: str) -> FeedPosition | None:
+    token = text_parameter(args, "cursor")
+    if not token:
+        return None
+    try:
+        institution_id, xact_id, seq = decode_cursor(token, fingerprint)
+        return FeedPosition(str(institution_id), int(xact_id), int(seq))
+    except (TypeError, ValueError):
+        raise bad_parameter("cursor", "invalid cursor") from None
+
+
+def fetch_event_page(scope: InstitutionScope, query: EventQuery, cursor_token: str | None) -> Page:
+    """One page of events in feed order, only from transactions that have ended (see the module docstring).
+
+    Unlike the list, the page always carries a cursor once the poller has a position: after the last event
+    of the page, or the one it came with (`cursor_token`) when nothing new has arrived.
+    """
+    statement = scope.select(Event)
+    if db.session.get_bind().dialect.name == "postgresql":
+        statement = statement.where(Event.xact_id < _OLDEST_RUNNING_TRANSACTION)
+    if query.types:
+        statement = statement.where(Event.type.in_(query.types))
+    if query.since is not None:
+        statement = statement.where(Event.occurred_at >= query.since)
+    if query.after is not None:
+        if not hmac.compare_digest(query.after.institution_id, scope.institution_id):
+            raise bad_parameter("cursor", "cursor does not match this query")
+        statement = statement.where(
+            tuple_(Event.xact_id, Event.seq) > tuple_(query.after.xact_id, query.after.seq))
+    statement = statement.order_by(Event.xact_id, Event.seq).limit(query.limit + 1)
+    events = list(db.session.scalars(statement))
+    has_next = len(events) > query.limit
+    events = events[:query.limit]
+    cursor = cursor_token if query.after is not None else None
+    if events:
+        cursor = encode_cursor(query.fingerprint, [scope.institution_id, events[-1].xact_id, events[-1].seq])
+    return Page(rows=events, has_next=has_next, cursor=cursor)
+
+
+def get_event(scope: InstitutionScope, event_id: str) -> Event:
+    event = scope.get(Event, event_id) if "\x00" not in event_id else None  # no column holds a NUL
+    if event is None:
+        raise NotFound("Event not found", errors=[problem("path", "event_id", "no event with this id")])
+    return event
