@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from core import applicant_checks, applicant_file, applying, audit_trail, bundles, counts, csv_export, decisions, keys
+from core import event_feed
 from core import institutions, listing, overview, updates, users
 from core.documents import document_storage
 from core.errors import InvalidInput, NotFound
@@ -432,6 +433,17 @@ def messages_get(scope, own, target):
 @probe(Message)
 def messages_resend(scope, own, target):
     return reached(lambda: message_log.resend_message(scope, target.message_id))
+
+
+@probe(Event)
+def events_feed_page(scope, own, target):
+    page = event_feed.fetch_event_page(scope, event_feed.parse_event_query({}), None)
+    return target.event_id in {row.id for row in page.rows}
+
+
+@probe(Event)
+def events_feed_get(scope, own, target):
+    return reached(lambda: event_feed.get_event(scope, target.event_id))
 
 
 @probe(WebhookDelivery)
