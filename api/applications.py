@@ -34,7 +34,7 @@ def applications_by_id():
     ids = parse_ids(request.args.getlist("ids"))
     rows, missing = fetch_applications_by_id(g.scope, ids)
     if output == "csv":
-        response = csv_response((record_values(row) for row in rows), RECORD_COLUMNS)
+        response = csv_response([record_values(row) for row in rows], RECORD_COLUMNS)
         response.headers["X-Missing"] = ",".join(missing)
         return response
     return jsonify({"code": 200, "data": [application_record(row) for row in rows], "missing": missing})

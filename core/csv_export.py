@@ -12,11 +12,12 @@ Booleans are ``true``/``false`` as in JSON, a missing value is an empty cell.
 from __future__ import annotations
 
 import csv
+import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import Boolean, DateTime, Numeric, Select, String, case, func, literal
+from sqlalchemy import Boolean, Connection, DateTime, Numeric, Select, String, case, func, literal, select
 from sqlalchemy.sql.elements import Label
 
 from core.extensions import db
@@ -111,23 +112,83 @@ def _line_writer():
     return write_line
 
 
-def export_applications_csv(scope: InstitutionScope, filters: Mapping[str, Any]) -> Iterator[bytes]:
+class CsvExport:
+    """A streamed CSV export that has done everything that can fail before its first byte is sent.
+
+    Opening it validates the filters, opens a read-only snapshot on a connection of its own, counts the
+    rows (`total_rows`, served as `X-Total-Rows`) and starts the query, reading its first chunk. What is
+    then streamed is exactly the rows counted: the count and the rows come from the same snapshot
+    (REPEATABLE READ on PostgreSQL, one read transaction on SQLite's write-ahead log). Iterate it for the
+    bytes; it releases its connection when the stream ends or is closed early (the client went away).
+    As the connection is its own, the export needs no request context while it streams.
+    """
+
+    def __init__(self, statement: Select):
+        self._connection = _snapshot_connection()
+        try:
+            self.total_rows: int = self._connection.scalar(
+                select(func.count()).select_from(statement.order_by(None).subquery()))
+            if self._connection.dialect.name == "postgresql":
+                self._chunks = _postgres_copy_csv(self._connection, statement)
+            else:
+                rows = self._connection.execute(statement.execution_options(yield_per=2000))
+                self._chunks = (chunk.encode() for chunk in iter_csv(
+                    (record_values(row) for row in rows), RECORD_COLUMNS))
+            self._first: bytes | None = next(self._chunks)
+        except BaseException:
+            self.close()
+            raise
+
+    def __iter__(self) -> CsvExport:
+        return self
+
+    def __next__(self) -> bytes:
+        if self._first is not None:
+            first, self._first = self._first, None
+            return first
+        try:
+            return next(self._chunks)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """End the stream: cancel a running COPY, end the snapshot and give the connection back."""
+        chunks = getattr(self, "_chunks", None)
+        if chunks is not None:
+            chunks.close()
+        if not self._connection.closed:
+            self._connection.rollback()
+            _end_sqlite_transaction(self._connection)
+            self._connection.close()
+
+
+def export_applications_csv(scope: InstitutionScope, filters: Mapping[str, Any]) -> CsvExport:
     """Every application matching `filters` (parsed list filters) as one CSV document, in list order.
 
     Constant memory whatever the number of rows. On PostgreSQL the rows are rendered by the server
     (`COPY … TO STDOUT`, with the same cell rules expressed in SQL) and passed through; elsewhere they are
-    read in batches and rendered here. Serve it with `flask.stream_with_context`, which keeps the session
-    open while the response is written. A stream closed early (the client went away) cancels the COPY and
-    rolls the session back.
+    read in batches and rendered here. Raises InvalidInput (an unknown or foreign cycle/program) before
+    anything is streamed; see CsvExport.
     """
-    statement = ordered_applications(scope, filters)
-    if db.session.get_bind().dialect.name == "postgresql":
-        yield csv_header(RECORD_COLUMNS).encode()
-        yield from _postgres_copy_csv(statement)
-    else:
-        rows = db.session.execute(statement.execution_options(yield_per=2000))
-        for chunk in iter_csv((record_values(row) for row in rows), RECORD_COLUMNS):
-            yield chunk.encode()
+    return CsvExport(ordered_applications(scope, filters))
+
+
+def _snapshot_connection() -> Connection:
+    """A new connection whose reads all see one snapshot of the database until it is closed."""
+    engine = db.engine
+    if engine.dialect.name == "postgresql":
+        return engine.connect().execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+    # pysqlite begins transactions only before writes: begin the read transaction explicitly.
+    connection = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+    connection.exec_driver_sql("BEGIN")
+    return connection
+
+
+def _end_sqlite_transaction(connection: Connection) -> None:
+    driver_connection = connection.connection.driver_connection
+    if isinstance(driver_connection, sqlite3.Connection) and driver_connection.in_transaction:
+        driver_connection.rollback()
 
 
 def csv_header(columns: Sequence[str]) -> str:
@@ -161,25 +222,21 @@ def _postgres_cell(column):
     raise TypeError(f"no CSV rendering for column {column} of type {column_type}")
 
 
-def _postgres_copy_csv(statement: Select) -> Iterator[bytes]:
+def _postgres_copy_csv(connection: Connection, statement: Select) -> Iterator[bytes]:
+    """The header line and the COPY output, in chunks; closing the generator early cancels the COPY."""
     rendered = statement.with_only_columns(*(_postgres_cell(column) for column in statement.selected_columns))
-    compiled = rendered.compile(dialect=db.session.get_bind().dialect,
-                                compile_kwargs={"render_postcompile": True})
-    driver_connection = db.session.connection().connection.driver_connection
-    try:
-        with driver_connection.cursor() as cursor:
-            with cursor.copy(f"COPY ({compiled}) TO STDOUT (FORMAT csv)", compiled.params) as copy:
-                chunk: list[bytes] = []
-                size = 0
-                for block in copy:
-                    chunk.append(bytes(block))
-                    size += len(block)
-                    if size >= STREAM_CHUNK_SIZE:
-                        yield b"".join(chunk)
-                        chunk = []
-                        size = 0
-                if chunk:
+    compiled = rendered.compile(dialect=connection.dialect, compile_kwargs={"render_postcompile": True})
+    driver_connection = connection.connection.driver_connection
+    with driver_connection.cursor() as cursor:
+        with cursor.copy(f"COPY ({compiled}) TO STDOUT (FORMAT csv)", compiled.params) as copy:
+            chunk: list[bytes] = [csv_header(RECORD_COLUMNS).encode()]
+            size = len(chunk[0])
+            for block in copy:
+                chunk.append(bytes(block))
+                size += len(block)
+                if size >= STREAM_CHUNK_SIZE:
                     yield b"".join(chunk)
-    except GeneratorExit:
-        db.session.rollback()  # the cancelled COPY aborted the transaction
-        raise
+                    chunk = []
+                    size = 0
+            if chunk:
+                yield b"".join(chunk)

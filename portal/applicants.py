@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from urllib.parse import urlencode, urlsplit
 
-from flask import Response, current_app, flash, g, redirect, request, send_file, stream_with_context, url_for
+from flask import Response, current_app, flash, g, redirect, request, send_file, url_for
 
 from core.applicant_file import applicant_file, application_document
 from core.csv_export import export_applications_csv
@@ -174,10 +174,15 @@ def applicant_send_decision(application_id: str):
 @bp.get("/applicants/export.csv")
 @staff_required
 def applicants_export():
-    """Every application matching the current filters, streamed as one CSV in constant memory."""
+    """Every application matching the current filters, streamed as one CSV in constant memory.
+
+    The export is opened (filters checked, rows counted, query started) before the response exists, so a
+    bad filter is a 400 page, never a broken stream; `X-Total-Rows` tells how many records must arrive.
+    """
     filters = Filters.from_args(request.args)
     query = parse_application_query(filters.as_args(), kind="portal-applicants", default_limit=PAGE_SIZE)
+    export = export_applications_csv(g.scope, query.filters)
     audit("applicants.export", urlencode(filters.as_args()) or "all")
     filename = f"applicants-{utcnow():%Y%m%d-%H%M}.csv"
-    return Response(stream_with_context(export_applications_csv(g.scope, query.filters)),
-                    mimetype="text/csv", headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+    return Response(export, mimetype="text/csv", headers={
+        "Content-Disposition": f'attachment; filename="{filename}"', "X-Total-Rows": str(export.total_rows)})
