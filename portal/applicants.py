@@ -8,8 +8,8 @@ from flask import Response, current_app, flash, g, redirect, request, send_file,
 
 from core.applicant_file import applicant_file, application_document
 from core.csv_export import export_applications_csv
-from core.documents import document_storage
-from core.errors import InvalidInput
+from core.documents import attachment_disposition, document_storage, served_content_type
+from core.errors import InvalidInput, NotFound
 from core.institutions import pipeline as stage_pipeline
 from core.listing import fetch_application_page, fetch_applications_by_id, parse_application_query
 from core.models import utcnow
@@ -106,10 +106,17 @@ def applicant_detail(application_id: str):
 @bp.get("/applicants/<application_id>/documents/<document_id>")
 @staff_required
 def applicant_document(application_id: str, document_id: str):
+    """The stored file as an attachment, under a safe name and an allowed type (never what was uploaded as is)."""
     document = application_document(g.scope, application_id, document_id)
+    storage = document_storage()
+    if not storage.exists(document.sha256):
+        raise NotFound("The file of this document is missing from storage.")
     audit("document.download", document_id)
-    return send_file(document_storage().path(document.sha256), mimetype=document.content_type,
-                     as_attachment=True, download_name=document.filename, max_age=0)
+    response = send_file(storage.path(document.sha256), mimetype=served_content_type(document.content_type),
+                         max_age=0)
+    response.headers["Content-Disposition"] = attachment_disposition(document.filename, document.id)
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response
 
 
 def _back_to_list(message: str, category: str):
