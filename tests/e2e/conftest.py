@@ -16,7 +16,8 @@ from core.extensions import limiter
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+# Ignored by git: tests never rewrite tracked files. `bash scripts/screenshots.sh` copies them into docs/.
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-results" / "screenshots"
 PASSWORD = "correct-horse-1"
 
 
