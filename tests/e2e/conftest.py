@@ -82,6 +82,20 @@ def screenshot(page, name: str) -> None:
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 
 
+def follow_link(page, name: str) -> None:
+    """Click the link named `name` and wait until the page it opens has fully loaded.
+
+    Playwright's click returns as soon as the navigation has started. The new page's deferred scripts
+    (htmx, portal.js) run later, just before the load event; a form used before then is not yet bound
+    by htmx and goes out as a plain form post, whose answer is a whole page (and a reload of it posts the
+    form again). So a test that goes on to use the page waits for the load event of its address first.
+    """
+    link = page.get_by_role("link", name=name, exact=True)
+    href = link.get_attribute("href")
+    link.click()
+    page.wait_for_url(f"**{href}", wait_until="load")
+
+
 def sign_in(page, email: str, password: str = PASSWORD) -> None:
     page.goto("/login")
     page.get_by_label("Email").fill(email)
