@@ -115,8 +115,8 @@ def _line_writer():
 class CsvExport:
     """A streamed CSV export that has done everything that can fail before its first byte is sent.
 
-    Opening it validates the filters, opens a read-only snapshot on a connection of its own, counts the
-    rows (`total_rows`, served as `X-Total-Rows`) and starts the query, reading its first chunk. What is
+    It is opened with a statement whose filters were checked already (export_applications_csv). Opening it
+    opens a read-only snapshot on a connection of its own, counts the rows (`total_rows`, served as `X-Total-Rows`) and starts the query, reading its first chunk. What is
     then streamed is exactly the rows counted: the count and the rows come from the same snapshot
     (REPEATABLE READ on PostgreSQL, one read transaction on SQLite's write-ahead log). Iterate it for the
     bytes; it releases its connection when the stream ends or is closed early (the client went away).
@@ -179,9 +179,12 @@ def _snapshot_connection() -> Connection:
     engine = db.engine
     if engine.dialect.name == "postgresql":
         return engine.connect().execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
-    # pysqlite begins transactions only before writes: begin the read transaction explicitly.
+    # pysqlite begins transactions only before writes: begin the read transaction (a deferred BEGIN, which
+    # takes no write lock; under the write-ahead log writers go on while the export reads) explicitly.
     connection = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
-    connection.exec_driver_sql("BEGIN")
+    driver_connection = connection.connection.driver_connection
+    if not driver_connection.in_transaction:
+        driver_connection.execute("BEGIN")
     return connection
 
 

@@ -14,10 +14,11 @@ import zipfile
 
 import pytest
 import requests
+from sqlalchemy import event
 from werkzeug.serving import make_server
 
 from core.csv_export import export_applications_csv
-from core.extensions import limiter
+from core.extensions import db, limiter
 from core.scoping import InstitutionScope
 from tests.read_side.conftest import parse_csv
 
@@ -158,12 +159,22 @@ def test_portal_export_over_a_real_server(live_server, factory, two_tenants):
 
 
 def test_a_count_and_its_rows_come_from_one_snapshot(app, factory, portal_client, two_tenants):
-    """Rows added while an export streams are neither counted nor sent: the header stays true."""
+    """A row committed between the count and the start of the rows' query is neither counted nor sent."""
     tenant, _ = two_tenants
+    committed = []
+
+    def commit_a_row_after_the_count(connection, cursor, statement, parameters, context, executemany):
+        if statement.lstrip().upper().startswith("SELECT COUNT(") and not committed:
+            committed.append(factory.application(tenant.institution, program=tenant.program, cycle=tenant.cycle))
+
     with app.test_request_context():
-        export = export_applications_csv(InstitutionScope(tenant.institution.id), {})
-        factory.application(tenant.institution, program=tenant.program, cycle=tenant.cycle)
+        event.listen(db.engine, "after_cursor_execute", commit_a_row_after_the_count)
+        try:
+            export = export_applications_csv(InstitutionScope(tenant.institution.id), {})
+        finally:
+            event.remove(db.engine, "after_cursor_execute", commit_a_row_after_the_count)
         text = b"".join(export).decode()
+    assert committed, "the row was committed while the export was open"
     assert export.total_rows == 5 == len(records(text))
     later = portal_client.get(EXPORT)
     assert later.headers["X-Total-Rows"] == "6" == str(len(records(later.get_data(as_text=True))))
