@@ -87,7 +87,7 @@ def complete_payment(processor: str, processor_reference: str, amount, currency:
         raise InvalidInput(f"processor must be one of {', '.join(PAYMENT_PROCESSORS)}", field="processor")
     processor_reference = _reference_text(processor_reference, "processor_reference",
                                           "the processor's payment id")
-    if application_id is not None:
+    if application_id:  # may be empty when a pending payment row already names the application
         application_id = _reference_text(application_id, "application_id", "the payment reference")
     replay = _completed(processor, processor_reference)
     if replay is not None:
