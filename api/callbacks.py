@@ -51,16 +51,37 @@ def _field(container: dict, name: str, path: str):
     return value
 
 
-def _complete(processor: str, payment_id, amount, currency, reference: str, field_names: dict):
+def _payment_id(value, path: str) -> str:
+    """The processor's payment id: text, or a whole number (Flutterwave's ids are numbers)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str):
+        raise InvalidInput(f"{path} must be a string or an integer", field=path)
+    return value
+
+
+def _complete(processor: str, payment_id: str, amount, currency, reference: str, field_names: dict):
     """complete_payment, with errors naming the processor's own field instead of ours."""
     try:
-        payment, completed_now = complete_payment(processor, str(payment_id), amount, currency,
+        payment, completed_now = complete_payment(processor, payment_id, amount, currency,
                                                   application_id_of_reference(reference))
     except InvalidInput as error:
         raise error.renamed(field_names) from None
     g.audit.institution_id, g.audit.target = payment.institution_id, payment.id
     return jsonify({"code": 200, "result": "completed" if completed_now else "duplicate",
                     "payment_id": payment.id, "submission_id": payment.application_id})
+
+
+def _metadata_values(items: list, path: str) -> dict:
+    """Daraja's `[{"Name": …, "Value": …}, …]` as a dict; an item of any other shape is a 400."""
+    values = {}
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise InvalidInput(f"{path}[{index}] must be an object", field=f"{path}[{index}]")
+        if not isinstance(item.get("Name"), str):
+            raise InvalidInput(f"{path}[{index}].Name must be a string", field=f"{path}[{index}].Name")
+        values[item["Name"]] = item.get("Value")
+    return values
 
 
 def _ignored(reason: str):
@@ -84,7 +105,7 @@ def flutterwave_callback():
         raise InvalidInput("data must be an object", field="data")
     if data.get("status") != "successful":
         return _ignored(f"charge status {data.get('status')!r} is not successful")
-    payment_id = _field(data, "id", "data.id")
+    payment_id = _payment_id(_field(data, "id", "data.id"), "data.id")
     reference = _field(data, "tx_ref", "data.tx_ref")
     if not isinstance(reference, str):
         raise InvalidInput("data.tx_ref must be a string", field="data.tx_ref")
@@ -115,10 +136,12 @@ def mpesa_callback():
     if not isinstance(items, list):
         raise InvalidInput("Body.stkCallback.CallbackMetadata.Item must be a list",
                            field="Body.stkCallback.CallbackMetadata.Item")
-    values = {item["Name"]: item.get("Value") for item in items
-              if isinstance(item, dict) and isinstance(item.get("Name"), str)}
     item_path = "Body.stkCallback.CallbackMetadata.Item"
+    values = _metadata_values(items, item_path)
     receipt = _field(values, "MpesaReceiptNumber", f"{item_path}.MpesaReceiptNumber")
+    if not isinstance(receipt, str):
+        raise InvalidInput(f"{item_path}.MpesaReceiptNumber must be a string",
+                           field=f"{item_path}.MpesaReceiptNumber")
     amount = _field(values, "Amount", f"{item_path}.Amount")
     reference = _field(body, "AccountReference", "AccountReference")
     if not isinstance(reference, str):

@@ -15,7 +15,7 @@ def page_response(page: Page, output: str, record: Callable, values: Callable, c
     `record(row)` builds the JSON record, `values(row)` the flat CSV row in `columns` order.
     """
     if output == "csv":
-        response = csv_response((values(row) for row in page.rows), columns)
+        response = csv_response([values(row) for row in page.rows], columns)
     else:
         body = {"code": 200, "has_next": page.has_next, "data": [record(row) for row in page.rows]}
         if page.has_next:
@@ -27,5 +27,8 @@ def page_response(page: Page, output: str, record: Callable, values: Callable, c
     return response
 
 
-def csv_response(rows, columns: Sequence[str]) -> Response:
-    return Response("".join(iter_csv(rows, columns)), content_type=CONTENT_TYPE)
+def csv_response(rows: Sequence[Sequence], columns: Sequence[str]) -> Response:
+    """A whole CSV document; `X-Total-Rows` (the number of records) lets a client check it got them all."""
+    response = Response("".join(iter_csv(rows, columns)), content_type=CONTENT_TYPE)
+    response.headers["X-Total-Rows"] = str(len(rows))
+    return response

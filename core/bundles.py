@@ -15,8 +15,6 @@ stored zip's length is known in advance (``Content-Length``).
 from __future__ import annotations
 
 import json
-import posixpath
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,6 +24,7 @@ import zipstream.ng
 from isal import isal_zlib
 from zipstream import ZIP_STORED, ZipStream
 
+from core.documents import safe_filename
 from core.extensions import db
 from core.models.documents import Document
 from core.scoping import InstitutionScope
@@ -35,8 +34,6 @@ READ_CHUNK_BYTES = 1024 * 1024
 
 STATUS_INCLUDED = "included"
 STATUS_MISSING = "missing"
-
-_UNSAFE_FILENAME_CHARS = re.compile(r"[\x00-\x1f\x7f/\\:*?\"<>|]")
 
 # A stored zip entry costs one CRC-32 pass over the file, and the CRC-32 that
 # zipstream-ng takes from the standard library runs at ~4 GB/s: slower than
@@ -71,13 +68,6 @@ class BundleDocument:
 class BundleApplication:
     id: str
     documents: tuple[BundleDocument, ...]
-
-
-def safe_filename(filename: str, fallback: str) -> str:
-    """A file name that cannot escape its folder or upset an unzip tool."""
-    name = _UNSAFE_FILENAME_CHARS.sub("_", posixpath.basename(filename.replace("\\", "/")))
-    name = name.strip(" .")
-    return name or fallback
 
 
 def _unique_name(name: str, document_id: str, taken: set[str]) -> str:

@@ -12,11 +12,12 @@ Booleans are ``true``/``false`` as in JSON, a missing value is an empty cell.
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import Boolean, DateTime, Numeric, Select, String, case, func, literal
+from sqlalchemy import Boolean, Connection, DateTime, Numeric, Select, String, case, func, literal, select
 from sqlalchemy.sql.elements import Label
 
 from core.extensions import db
@@ -92,31 +93,98 @@ def _line_writer():
     return write_line
 
 
-def export_applications_csv(scope: InstitutionScope, filters: Mapping[str, Any]) -> Iterator[bytes]:
+class StreamedExport:
+    """A streamed export that has done everything that can fail before its first byte is sent.
+
+    It is opened with a statement whose filters were checked already. Opening it opens a read-only snapshot
+    on a connection of its own, counts the rows (`total_rows`, served as `X-Total-Rows`) and starts the query,
+    reading its first chunk. What is then streamed is exactly the rows counted: the count and the rows come
+    from the same snapshot (REPEATABLE READ on PostgreSQL, one read transaction on SQLite's write-ahead log).
+    `on_postgres(connection, statement)` renders the bytes in the database (COPY); `elsewhere(rows)` renders
+    them here from rows read in batches. Iterate it for the bytes; it releases its connection when the stream
+    ends or is closed early (the client went away). As the connection is its own, the export needs no
+    request context while it streams.
+    """
+
+    def __init__(self, statement: Select, on_postgres: Callable[[Connection, Select], Iterator[bytes]],
+                 elsewhere: Callable[[Iterable], Iterator[bytes]]):
+        self._connection = _snapshot_connection()
+        try:
+            self.total_rows: int = self._connection.scalar(
+                select(func.count()).select_from(statement.order_by(None).subquery()))
+            if self._connection.dialect.name == "postgresql":
+                self._chunks = on_postgres(self._connection, statement)
+            else:
+                self._chunks = elsewhere(self._connection.execute(statement.execution_options(yield_per=2000)))
+            self._first: bytes | None = next(self._chunks, b"")
+        except BaseException:
+            self.close()
+            raise
+
+    def __iter__(self) -> StreamedExport:
+        return self
+
+    def __next__(self) -> bytes:
+        if self._first is not None:
+            first, self._first = self._first, None
+            return first
+        try:
+            return next(self._chunks)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """End the stream: cancel a running COPY, end the snapshot and give the connection back."""
+        chunks = getattr(self, "_chunks", None)
+        if chunks is not None and hasattr(chunks, "close"):
+            chunks.close()
+        if not self._connection.closed:
+            self._connection.rollback()
+            _end_sqlite_transaction(self._connection)
+            self._connection.close()
+
+
+def export_applications_csv(scope: InstitutionScope, filters: Mapping[str, Any]) -> StreamedExport:
     """Every application matching `filters` (parsed list filters) as one CSV document, in list order.
 
     Constant memory whatever the number of rows. On PostgreSQL the rows are rendered by the server
     (`COPY … TO STDOUT`, with the same cell rules expressed in SQL) and passed through; elsewhere they are
-    read in batches and rendered here. Serve it with `flask.stream_with_context`, which keeps the session
-    open while the response is written. A stream closed early (the client went away) cancels the COPY and
-    rolls the session back.
+    read in batches and rendered here. Raises InvalidInput (an unknown or foreign cycle/program) before
+    anything is streamed; see StreamedExport.
     """
-    statement = ordered_applications(scope, filters)
-    if db.session.get_bind().dialect.name == "postgresql":
-        yield csv_header(RECORD_COLUMNS).encode()
-        rendered = statement.with_only_columns(*(postgres_cell(column) for column in statement.selected_columns))
-        yield from postgres_copy(rendered)
-    else:
-        rows = db.session.execute(statement.execution_options(yield_per=2000))
-        for chunk in iter_csv((record_values(row) for row in rows), RECORD_COLUMNS):
-            yield chunk.encode()
+    return StreamedExport(ordered_applications(scope, filters), _postgres_copy_csv, _csv_lines)
+
+
+def _csv_lines(rows: Iterable) -> Iterator[bytes]:
+    return (chunk.encode() for chunk in iter_csv((record_values(row) for row in rows), RECORD_COLUMNS))
+
+
+def _snapshot_connection() -> Connection:
+    """A new connection whose reads all see one snapshot of the database until it is closed."""
+    engine = db.engine
+    if engine.dialect.name == "postgresql":
+        return engine.connect().execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+    # pysqlite begins transactions only before writes: begin the read transaction (a deferred BEGIN, which
+    # takes no write lock; under the write-ahead log writers go on while the export reads) explicitly.
+    connection = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+    driver_connection = connection.connection.driver_connection
+    if not driver_connection.in_transaction:
+        driver_connection.execute("BEGIN")
+    return connection
+
+
+def _end_sqlite_transaction(connection: Connection) -> None:
+    driver_connection = connection.connection.driver_connection
+    if isinstance(driver_connection, sqlite3.Connection) and driver_connection.in_transaction:
+        driver_connection.rollback()
 
 
 def csv_header(columns: Sequence[str]) -> str:
     return _line_writer()(columns)
 
 
-def postgres_cell(column):
+def _postgres_cell(column):
     """SQL rendering one selected column as csv_cell() would, for COPY's CSV format.
 
     Text is neutralised like csv_cell() and an empty text becomes NULL (COPY would quote ``""``; NULL is
@@ -148,26 +216,27 @@ def postgres_isoformat_z(expression):
     return whole_seconds + fraction
 
 
-def postgres_copy(statement: Select, options: str = "FORMAT csv") -> Iterator[bytes]:
-    """The rows of `statement` as PostgreSQL's `COPY … TO STDOUT (<options>)` writes them, in chunks of about
-    STREAM_CHUNK_SIZE bytes. A stream closed early cancels the COPY and rolls the session back."""
-    compiled = statement.compile(dialect=db.session.get_bind().dialect,
-                                compile_kwargs={"render_postcompile": True})
-    driver_connection = db.session.connection().connection.driver_connection
-    try:
-        with driver_connection.cursor() as cursor:
-            with cursor.copy(f"COPY ({compiled}) TO STDOUT ({options})", compiled.params) as copy:
-                chunk: list[bytes] = []
-                size = 0
-                for block in copy:
-                    chunk.append(bytes(block))
-                    size += len(block)
-                    if size >= STREAM_CHUNK_SIZE:
-                        yield b"".join(chunk)
-                        chunk = []
-                        size = 0
-                if chunk:
+def _postgres_copy_csv(connection: Connection, statement: Select) -> Iterator[bytes]:
+    """The header line and the COPY output, in chunks; closing the generator early cancels the COPY."""
+    rendered = statement.with_only_columns(*(_postgres_cell(column) for column in statement.selected_columns))
+    return postgres_copy(connection, rendered, "FORMAT csv", first=csv_header(RECORD_COLUMNS).encode())
+
+
+def postgres_copy(connection: Connection, statement: Select, options: str, first: bytes = b"") -> Iterator[bytes]:
+    """`first`, then the rows of `statement` as `COPY … TO STDOUT (<options>)` writes them, in chunks of about
+    STREAM_CHUNK_SIZE bytes; closing the generator early cancels the COPY."""
+    compiled = statement.compile(dialect=connection.dialect, compile_kwargs={"render_postcompile": True})
+    driver_connection = connection.connection.driver_connection
+    with driver_connection.cursor() as cursor:
+        with cursor.copy(f"COPY ({compiled}) TO STDOUT ({options})", compiled.params) as copy:
+            chunk: list[bytes] = [first] if first else []
+            size = len(first)
+            for block in copy:
+                chunk.append(bytes(block))
+                size += len(block)
+                if size >= STREAM_CHUNK_SIZE:
                     yield b"".join(chunk)
-    except GeneratorExit:
-        db.session.rollback()  # the cancelled COPY aborted the transaction
-        raise
+                    chunk = []
+                    size = 0
+            if chunk:
+                yield b"".join(chunk)

@@ -1,16 +1,69 @@
-"""Content-addressed document storage: a file's name is its SHA-256, so identical files are stored once."""
+"""Content-addressed document storage (a file's name is its SHA-256, so identical files are stored once), and
+the names and types under which a stored document may be handed to a browser or an unzip tool.
+
+A document's file name and content type come from whoever uploaded it, so neither is trusted when it is
+served: the name loses any path and any character that could break a header or a folder, and the type is
+one of DOWNLOADABLE_CONTENT_TYPES or `application/octet-stream` (a stored `text/html` must never render).
+"""
 from __future__ import annotations
 
 import hashlib
 import os
+import posixpath
 import re
 import tempfile
+import unicodedata
 from pathlib import Path
 from typing import BinaryIO
+from urllib.parse import quote
 
 from core.config import settings
 
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+_UNSAFE_FILENAME_CHARS = re.compile(r"[\x00-\x1f\x7f/\\:*?\"<>|]")
+# What may stand inside the quoted ASCII `filename="…"` of a Content-Disposition header.
+_NOT_HEADER_SAFE = re.compile(r"[^A-Za-z0-9 ._()+,=@~!#$&'-]")
+
+FALLBACK_CONTENT_TYPE = "application/octet-stream"
+# Types a browser may be told a document has: documents and images that cannot run script. Anything else,
+# text/html and image/svg+xml included, is served as application/octet-stream.
+DOWNLOADABLE_CONTENT_TYPES = frozenset({
+    "application/pdf",
+    "image/png",
+    "image/jpeg",
+    "image/gif",
+    "image/webp",
+    "image/tiff",
+    "image/heic",
+    "application/msword",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "application/vnd.oasis.opendocument.text",
+})
+
+
+def safe_filename(filename: str, fallback: str) -> str:
+    """A file name that cannot escape its folder or upset an unzip tool: no path, no control characters."""
+    name = _UNSAFE_FILENAME_CHARS.sub("_", posixpath.basename(filename.replace("\\", "/")))
+    name = name.strip(" .")
+    return name or fallback
+
+
+def served_content_type(stored: str | None) -> str:
+    """The stored content type if it is on the allow-list (parameters dropped), else application/octet-stream."""
+    media_type = (stored or "").split(";", 1)[0].strip().lower()
+    return media_type if media_type in DOWNLOADABLE_CONTENT_TYPES else FALLBACK_CONTENT_TYPE
+
+
+def attachment_disposition(filename: str, fallback: str) -> str:
+    """`attachment; filename="ascii"; filename*=UTF-8''…` (RFC 6266): no path, no CR/LF, no quotes.
+
+    Old clients read the ASCII `filename` (accents dropped, anything else replaced by `_`); the others read
+    `filename*`, the whole safe name in UTF-8.
+    """
+    name = safe_filename(filename, fallback)
+    folded = "".join(char for char in unicodedata.normalize("NFKD", name) if not unicodedata.combining(char))
+    ascii_name = _NOT_HEADER_SAFE.sub("_", folded).strip(" .") or fallback
+    return f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(name, safe='')}"
 
 
 class DocumentStorage:

@@ -3,19 +3,19 @@
 Each line is exactly the record of the list endpoint (`core.partner_records.application_record`), so a partner can
 swap paging for the export without changing its parser. On PostgreSQL the server builds each line
 (`json_build_object`) and `COPY` streams them; elsewhere rows are read in batches and encoded here. Memory
-stays constant whatever the number of rows.
+stays constant whatever the number of rows; like the CSV export it is a `StreamedExport` (one snapshot, the
+row count known before the first byte).
 """
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from sqlalchemy import DateTime, Select, func
+from sqlalchemy import Connection, DateTime, Select, Text, func
 from sqlalchemy.sql.elements import Label
 
-from core.csv_export import STREAM_CHUNK_SIZE, postgres_copy, postgres_isoformat_z
-from core.extensions import db
+from core.csv_export import STREAM_CHUNK_SIZE, StreamedExport, postgres_copy, postgres_isoformat_z
 from core.listing import ordered_applications
 from core.partner_records import RECORD_COLUMNS, application_record
 from core.scoping import InstitutionScope
@@ -27,22 +27,22 @@ CONTENT_TYPE = "application/x-ndjson"
 _VERBATIM_COPY = "FORMAT csv, DELIMITER E'\\x02', QUOTE E'\\x01'"
 
 
-def export_applications_ndjson(scope: InstitutionScope, filters: Mapping[str, Any]) -> Iterator[bytes]:
+def export_applications_ndjson(scope: InstitutionScope, filters: Mapping[str, Any]) -> StreamedExport:
     """Every application matching `filters` (parsed list filters), one JSON record per line, in list order.
 
-    Resolve the statement before streaming (`ordered_applications` raises InvalidInput for a foreign cycle
-    or program), then serve the iterator with `flask.stream_with_context`.
+    Raises InvalidInput (an unknown or foreign cycle/program) before anything is streamed.
     """
-    statement = ordered_applications(scope, filters)
-    if db.session.get_bind().dialect.name == "postgresql":
-        return postgres_copy(_json_lines(statement), _VERBATIM_COPY)
-    return _encoded_lines(statement)
+    return StreamedExport(ordered_applications(scope, filters), _postgres_json_lines, _encoded_lines)
 
 
-def _encoded_lines(statement: Select) -> Iterator[bytes]:
+def _postgres_json_lines(connection: Connection, statement: Select) -> Iterator[bytes]:
+    return postgres_copy(connection, _json_lines(statement), _VERBATIM_COPY)
+
+
+def _encoded_lines(rows: Iterable) -> Iterator[bytes]:
     chunk: list[str] = []
     size = 0
-    for row in db.session.execute(statement.execution_options(yield_per=2000)):
+    for row in rows:
         line = json.dumps(application_record(row), ensure_ascii=False, separators=(",", ":")) + "\n"
         chunk.append(line)
         size += len(line)
@@ -68,4 +68,4 @@ def _json_lines(statement: Select) -> Select:
             top.extend([group, func.json_build_object(*pairs)])
         else:
             top.extend(pairs)
-    return statement.with_only_columns(func.json_build_object(*top).cast(db.Text))
+    return statement.with_only_columns(func.json_build_object(*top).cast(Text))

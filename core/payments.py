@@ -20,6 +20,12 @@ from core.models.admissions import PAYMENT_COMPLETED, PAYMENT_PROCESSORS
 
 PENDING = "pending"
 CENTS = Decimal("0.01")
+# No fee is anywhere near this; it keeps absurd amounts (1e999999) away from decimal arithmetic and the database.
+MAX_AMOUNT = Decimal(10) ** 12
+MAX_REFERENCE_LENGTH = 100  # payments.processor_reference and application ids fit in it
+# ISO 4217 currencies without minor units (the others here have two).
+ZERO_DECIMAL_CURRENCIES = frozenset({"BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG", "RWF", "UGX",
+                                     "VND", "VUV", "XAF", "XOF", "XPF"})
 
 
 def application_id_of_reference(reference: str) -> str:
@@ -28,15 +34,39 @@ def application_id_of_reference(reference: str) -> str:
 
 
 def _amount(value) -> Decimal:
+    """A finite, positive amount of at most MAX_AMOUNT; anything else (`1e999999`, `NaN`, `-5`) is a 400."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str, Decimal)):
         raise InvalidInput("amount must be a number", field="amount")
     try:
-        amount = Decimal(str(value))
-    except InvalidOperation:
+        amount = Decimal(str(value).strip())
+    except (InvalidOperation, ValueError):  # ValueError: an int too long to turn into text
         raise InvalidInput("amount must be a number", field="amount") from None
     if not amount.is_finite() or amount <= 0:
         raise InvalidInput("amount must be a positive number", field="amount")
+    if amount > MAX_AMOUNT:
+        raise InvalidInput(f"amount must be at most {MAX_AMOUNT:,}", field="amount")
     return amount
+
+
+def currency_decimals(currency: str) -> int:
+    """Digits after the decimal point of an amount in `currency` (ISO 4217 minor units)."""
+    return 0 if currency in ZERO_DECIMAL_CURRENCIES else 2
+
+
+def _reference_text(value, field: str, what: str) -> str:
+    """A processor's or our reference: text of at most MAX_REFERENCE_LENGTH characters, storable as UTF-8."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(f"{what} is required", field=field)
+    if "\x00" in value:
+        raise InvalidInput("payment references must not contain NUL characters", field=field)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate such as "\ud800", which JSON can carry but UTF-8 cannot
+        raise InvalidInput(f"{what} must be valid Unicode text", field=field) from None
+    value = value.strip()
+    if len(value) > MAX_REFERENCE_LENGTH:
+        raise InvalidInput(f"{what} must be at most {MAX_REFERENCE_LENGTH} characters", field=field)
+    return value
 
 
 def _completed(processor: str, processor_reference: str) -> Payment | None:
@@ -55,12 +85,10 @@ def complete_payment(processor: str, processor_reference: str, amount, currency:
     """
     if processor not in PAYMENT_PROCESSORS:
         raise InvalidInput(f"processor must be one of {', '.join(PAYMENT_PROCESSORS)}", field="processor")
-    if not isinstance(processor_reference, str) or not processor_reference.strip():
-        raise InvalidInput("the processor's payment id is required", field="processor_reference")
-    if "\x00" in processor_reference or (isinstance(application_id, str) and "\x00" in application_id):
-        raise InvalidInput("payment references must not contain NUL characters",
-                           field="processor_reference" if "\x00" in processor_reference else "application_id")
-    processor_reference = processor_reference.strip()
+    processor_reference = _reference_text(processor_reference, "processor_reference",
+                                          "the processor's payment id")
+    if application_id:  # may be empty when a pending payment row already names the application
+        application_id = _reference_text(application_id, "application_id", "the payment reference")
     replay = _completed(processor, processor_reference)
     if replay is not None:
         return replay, False
@@ -97,6 +125,10 @@ def _complete(processor: str, processor_reference: str, amount: Decimal, currenc
     if not isinstance(currency, str) or currency.strip().upper() != application.currency:
         raise InvalidInput(f"currency must be {application.currency}, the currency of the application fee",
                            field="currency")
+    decimals = currency_decimals(application.currency)
+    if amount != amount.quantize(Decimal(1).scaleb(-decimals)):
+        raise InvalidInput(f"amount must have at most {decimals} decimals in {application.currency}",
+                           field="amount")
     if amount.quantize(CENTS) != Decimal(application.amount).quantize(CENTS):
         raise InvalidInput(f"amount must be {application.amount} {application.currency}, the application fee",
                            field="amount")

@@ -4,12 +4,12 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from urllib.parse import urlencode, urlsplit
 
-from flask import Response, current_app, flash, g, redirect, request, send_file, stream_with_context, url_for
+from flask import Response, current_app, flash, g, redirect, request, send_file, url_for
 
 from core.applicant_file import applicant_file, application_document
 from core.csv_export import export_applications_csv
-from core.documents import document_storage
-from core.errors import InvalidInput
+from core.documents import attachment_disposition, document_storage, served_content_type
+from core.errors import InvalidInput, NotFound
 from core.institutions import pipeline as stage_pipeline
 from core.listing import fetch_application_page, fetch_applications_by_id, parse_application_query
 from core.models import utcnow
@@ -101,10 +101,17 @@ def applicant_detail(application_id: str):
 @bp.get("/applicants/<application_id>/documents/<document_id>")
 @staff_required
 def applicant_document(application_id: str, document_id: str):
+    """The stored file as an attachment, under a safe name and an allowed type (never what was uploaded as is)."""
     document = application_document(g.scope, application_id, document_id)
+    storage = document_storage()
+    if not storage.exists(document.sha256):
+        raise NotFound("The file of this document is missing from storage.")
     audit("document.download", document_id)
-    return send_file(document_storage().path(document.sha256), mimetype=document.content_type,
-                     as_attachment=True, download_name=document.filename, max_age=0)
+    response = send_file(storage.path(document.sha256), mimetype=served_content_type(document.content_type),
+                         max_age=0)
+    response.headers["Content-Disposition"] = attachment_disposition(document.filename, document.id)
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response
 
 
 def _back_to_list(message: str, category: str):
@@ -177,10 +184,15 @@ def applicant_send_decision(application_id: str):
 @bp.get("/applicants/export.csv")
 @staff_required
 def applicants_export():
-    """Every application matching the current filters, streamed as one CSV in constant memory."""
+    """Every application matching the current filters, streamed as one CSV in constant memory.
+
+    The export is opened (filters checked, rows counted, query started) before the response exists, so a
+    bad filter is a 400 page, never a broken stream; `X-Total-Rows` tells how many records must arrive.
+    """
     filters = Filters.from_args(request.args)
     query = parse_application_query(filters.as_args(), kind="portal-applicants", default_limit=PAGE_SIZE)
+    export = export_applications_csv(g.scope, query.filters)
     audit("applicants.export", urlencode(filters.as_args()) or "all")
     filename = f"applicants-{utcnow():%Y%m%d-%H%M}.csv"
-    return Response(stream_with_context(export_applications_csv(g.scope, query.filters)),
-                    mimetype="text/csv", headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+    return Response(export, mimetype="text/csv", headers={
+        "Content-Disposition": f'attachment; filename="{filename}"', "X-Total-Rows": str(export.total_rows)})

@@ -6,6 +6,9 @@ table is emptied after each test. Redis is the real one at KARIBU_TEST_REDIS_URL
 
 Do not make test-client requests inside `with app.app_context():` blocks: Flask would reuse that context (and
 its `g`) for the request. Factories open their own short contexts and return detached rows.
+
+The suite flushes its Redis database, so it uses only a database marked as its own (tests/redis_guard.py):
+an empty one is marked at the start of the session, and one holding someone else's data stops the run.
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ from core.config import normalise_database_url
 from core.extensions import db as _db
 from tests.factories import Factory
 from tests.openapi_check import ErrorShapeCheckingClient
+from tests.redis_guard import GuardedRedis, mark_if_empty, refusal_message
 from tests.simulators import live_registries, registry_simulator, running_simulator  # noqa: F401 (fixtures)
 from wsgi import create_app
 
@@ -36,6 +40,18 @@ Flask.test_client_class = ErrorShapeCheckingClient
 POSTGRES_ADMIN_URL = normalise_database_url(
     os.environ.get("KARIBU_TEST_POSTGRES_URL", "postgresql://root@127.0.0.1:5432/postgres"))
 REDIS_URL = os.environ.get("KARIBU_TEST_REDIS_URL", "redis://127.0.0.1:6379/1")
+
+
+def pytest_sessionstart(session):
+    """Refuse a Redis database that holds data the suite did not write (it would be flushed)."""
+    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2, socket_timeout=2)
+    try:
+        if not mark_if_empty(client):
+            pytest.exit(refusal_message(REDIS_URL, client), returncode=pytest.ExitCode.USAGE_ERROR)
+    except redis.ConnectionError:
+        pass  # the tests that need Redis fail with the connection error themselves
+    finally:
+        client.close()
 
 
 def _create_postgres_database() -> str:
@@ -124,7 +140,8 @@ def factory(app):
 
 @pytest.fixture
 def redis_client():
-    client = redis.Redis.from_url(REDIS_URL)
+    """The test database's client; its flushdb() refuses a database not marked as the suite's."""
+    client = GuardedRedis.from_url(REDIS_URL)
     yield client
     client.close()
 

@@ -6,7 +6,7 @@ exists only in this benchmark process (gunicorn `export_app:app` with `--pythonp
 """
 from __future__ import annotations
 
-from flask import Response, request, stream_with_context
+from flask import Response, request
 
 from core.auth import AuthSettings, authenticate
 from core.csv_export import CONTENT_TYPE, export_applications_csv
@@ -22,4 +22,4 @@ def export_csv():
     principal = authenticate(request.headers.get("Authorization"), AuthSettings.from_config(app.config))
     query = parse_application_query(request.args)
     stream = export_applications_csv(InstitutionScope(principal.institution_id), query.filters)
-    return Response(stream_with_context(stream), content_type=CONTENT_TYPE)
+    return Response(stream, content_type=CONTENT_TYPE, headers={"X-Total-Rows": str(stream.total_rows)})

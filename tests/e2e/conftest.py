@@ -16,7 +16,8 @@ from core.extensions import limiter
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+# Ignored by git: tests never rewrite tracked files. `bash scripts/screenshots.sh` copies them into docs/.
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-results" / "screenshots"
 PASSWORD = "correct-horse-1"
 
 
@@ -79,6 +80,20 @@ def page(new_page):
 def screenshot(page, name: str) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+def follow_link(page, name: str) -> None:
+    """Click the link named `name` and wait until the page it opens has fully loaded.
+
+    Playwright's click returns as soon as the navigation has started. The new page's deferred scripts
+    (htmx, portal.js) run later, just before the load event; a form used before then is not yet bound
+    by htmx and goes out as a plain form post, whose answer is a whole page (and a reload of it posts the
+    form again). So a test that goes on to use the page waits for the load event of its address first.
+    """
+    link = page.get_by_role("link", name=name, exact=True)
+    href = link.get_attribute("href")
+    link.click()
+    page.wait_for_url(f"**{href}", wait_until="load")
 
 
 def sign_in(page, email: str, password: str = PASSWORD) -> None:

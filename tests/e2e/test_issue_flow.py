@@ -7,7 +7,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import screenshot, sign_in
+from tests.e2e.conftest import follow_link, screenshot, sign_in
 from tests.e2e.test_portal_flow import seed_institution
 from tests.webhooks.conftest import RECEIVER_HOST, receiver, resolver, run_worker  # noqa: F401 (fixtures)
 
@@ -71,7 +71,7 @@ def delivering(app, receiver, resolver, redis_client, monkeypatch):  # noqa: F81
 def test_webhook_setup_secret_once_and_ping(page, factory, app, delivering):
     institution, admin, _ = seed_institution(factory, applications=3)
     sign_in(page, admin.email)
-    page.get_by_role("link", name="Webhooks").click()
+    follow_link(page, "Webhooks")
     page.get_by_label("Endpoint URL").fill(delivering.url(RECEIVER_HOST))
     page.get_by_label(re.compile("Include the applicant")).check()
     page.get_by_role("button", name=re.compile("Save")).click()

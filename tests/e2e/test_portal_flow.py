@@ -7,7 +7,7 @@ from datetime import timedelta
 from playwright.sync_api import expect
 
 from core.models import utcnow
-from tests.e2e.conftest import screenshot, sign_in
+from tests.e2e.conftest import follow_link, screenshot, sign_in
 
 FIRST_NAMES = ["Aimée", "Jean", "Grace", "Eric", "Divine", "Patrick", "Solange", "Innocent", "Claudine", "Yves"]
 LAST_NAMES = ["Uwase", "Habimana", "Mukamana", "Niyonzima", "Ishimwe", "Nkurunziza"]
@@ -39,7 +39,7 @@ def test_staff_find_applicants_by_filter_and_search(page, factory):
     expect(page.locator("svg.chart rect.bar").first).to_be_attached()
     screenshot(page, "dashboard")
 
-    page.get_by_role("link", name="Applicants").click()
+    follow_link(page, "Applicants")
     rows = page.locator("#applicant-rows tr:not(.load-more)")
     expect(rows).to_have_count(50)
     page.get_by_role("link", name="Load more").click()
@@ -75,7 +75,7 @@ def test_staff_find_applicants_by_filter_and_search(page, factory):
     expect(page.get_by_role("heading", name="Personal data")).to_be_visible()
     screenshot(page, "applicant-detail")
 
-    page.get_by_role("link", name="Cycles").click()
+    follow_link(page, "Cycles")
     expect(page.get_by_role("heading", name=re.compile("2026 Intake"))).to_be_visible()
     screenshot(page, "cycles")
 
@@ -83,7 +83,7 @@ def test_staff_find_applicants_by_filter_and_search(page, factory):
 def test_api_key_is_shown_once_with_a_copy_button(page, factory):
     _, admin, _ = seed_institution(factory, applications=1)
     sign_in(page, admin.email)
-    page.get_by_role("link", name="API keys").click()
+    follow_link(page, "API keys")
     page.get_by_label("Key name").fill("Admissions CRM sync")
     page.get_by_role("button", name="Create key").click()
     key = page.locator("#new-key")
@@ -92,6 +92,9 @@ def test_api_key_is_shown_once_with_a_copy_button(page, factory):
     expect(page.get_by_label("Key name")).to_have_value("")
     screenshot(page, "api-keys")
     raw = key.inner_text()
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.get_by_role("button", name="Copy").click()
+    page.wait_for_function("async (raw) => (await navigator.clipboard.readText()) === raw", arg=raw)
     page.reload()
     assert raw not in page.content()
     page.once("dialog", lambda dialog: dialog.accept())
