@@ -1,7 +1,6 @@
 """Composition root: `create_app()` wires core, api, portal and jobs. Nothing imports this module back."""
 from __future__ import annotations
 
-import logging
 import os
 import re
 import uuid
@@ -15,11 +14,13 @@ import core.models  # noqa: F401  (every model registered before migrations or q
 import portal
 from api.callbacks import CALLBACKS_PREFIX, callbacks_bp
 from api.errors import handle_api_exception
-from api.health import health_bp
 from cli import COMMANDS
-from core.config import Settings
+from core.config import INSTANCE_DIR, Settings
 from core.extensions import csrf, db, limiter, login_manager, migrate
 from jobs.cli import worker_command
+from ops.health import health_bp
+from ops.logs import configure_logging
+from ops.metrics import count_rate_limit_refusal, instrument_requests, metrics_bp
 from portal.errors import html_error
 from portal.public import public_bp
 
@@ -28,7 +29,8 @@ _ACCEPTABLE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
 
 
 def create_app(overrides: dict | None = None) -> Flask:
-    app = Flask(__name__, template_folder="templates", static_folder="static", instance_relative_config=True)
+    app = Flask(__name__, template_folder="templates", static_folder="static", instance_relative_config=True,
+                instance_path=str(INSTANCE_DIR))
     app.config.update(Settings().flask_config())
     app.config.update(overrides or {})
     app.json.sort_keys = False  # records keep the documented field order
@@ -38,30 +40,13 @@ def create_app(overrides: dict | None = None) -> Flask:
         proxies = app.config["PROXY_COUNT"]
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies)
     configure_logging(app)
+    instrument_requests(app)
     register_request_id(app)
     register_extensions(app)
     register_blueprints(app)
     register_errorhandlers(app)
     register_commands(app)
     return app
-
-
-class _RequestIdFilter(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            record.request_id = g.get("request_id", "-")
-        except RuntimeError:  # outside a request or app context
-            record.request_id = "-"
-        return True
-
-
-def configure_logging(app: Flask) -> None:
-    handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s [%(request_id)s] %(name)s: %(message)s"))
-    handler.addFilter(_RequestIdFilter())
-    app.logger.handlers[:] = [handler]
-    app.logger.addFilter(_RequestIdFilter())
-    app.logger.setLevel(app.config["LOG_LEVEL"])
 
 
 def register_request_id(app: Flask) -> None:
@@ -82,6 +67,7 @@ def register_extensions(app: Flask) -> None:
     migrate.init_app(app, db, directory=str(app.root_path + "/migrations"))
     login_manager.init_app(app)
     csrf.init_app(app)
+    app.config.setdefault("RATELIMIT_ON_BREACH_CALLBACK", count_rate_limit_refusal)
     limiter.init_app(app)
 
 
@@ -89,6 +75,7 @@ def register_blueprints(app: Flask) -> None:
     csrf.exempt(api.bp)
     app.register_blueprint(api.bp)
     app.register_blueprint(health_bp)
+    app.register_blueprint(metrics_bp)
     app.register_blueprint(portal.bp)
     csrf.exempt(callbacks_bp)
     app.register_blueprint(callbacks_bp)

@@ -14,6 +14,7 @@ from rq.job import Job
 from core.extensions import db, redis_connection
 from core.queue import queue
 from core.webhooks.sweep import sweep_due_deliveries
+from jobs.retention import ensure_purge_scheduled
 
 SWEEP_INTERVAL = timedelta(seconds=10)
 SWEEP_QUEUE = "webhooks"
@@ -48,7 +49,8 @@ def ensure_sweep_scheduled() -> bool:
 
 
 class SweepingWorker(SimpleWorker):
-    """An RQ worker that keeps the sweep chain alive (checked at start and every maintenance pass).
+    """An RQ worker that keeps the sweep and the daily retention chains alive (checked at start and every
+    maintenance pass).
 
     Jobs run in the worker process itself (no fork per job), so the webhook transport keeps its
     keep-alive connections and the database pool its connections; each job gets a fresh session.
@@ -67,3 +69,4 @@ class SweepingWorker(SimpleWorker):
     def run_maintenance_tasks(self):
         super().run_maintenance_tasks()
         ensure_sweep_scheduled()
+        ensure_purge_scheduled()
