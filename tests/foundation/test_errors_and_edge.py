@@ -98,12 +98,14 @@ def test_rate_limit_is_shared_between_app_instances(database_url, tmp_path, fact
     assert [first.get("/api/v1/institution").status_code for _ in range(4)] == [401, 401, 401, 429]
 
 
-def test_healthz_reports_database_and_redis(client, app, monkeypatch):
-    response = client.get("/healthz")
-    assert response.status_code == 200 and response.json == {"status": "ok", "database": "ok", "redis": "ok"}
-    monkeypatch.setitem(app.extensions, "karibu_redis", __import__("redis").Redis(port=1, socket_timeout=0.2))
-    response = client.get("/healthz")
-    assert response.status_code == 503 and response.json["redis"] == "unreachable"
+def test_readyz_reports_database_and_redis(client, app, monkeypatch):
+    response = client.get("/readyz")
+    assert response.status_code == 200
+    assert response.json["checks"] == {"database": "ok", "redis": "ok", "migrations": "ok"}
+    monkeypatch.setitem(app.extensions, "karibu_readiness_redis",
+                        __import__("redis").Redis(port=1, socket_timeout=0.2))
+    response = client.get("/readyz")
+    assert response.status_code == 503 and response.json["checks"]["redis"] == "unreachable"
 
 
 def test_openapi_document_is_valid(client):
