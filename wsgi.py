@@ -6,6 +6,7 @@ import re
 import uuid
 
 from flask import Flask, g, request
+from flask.cli import FlaskGroup
 from werkzeug.exceptions import HTTPException
 from werkzeug.middleware.proxy_fix import ProxyFix
 
@@ -99,3 +100,8 @@ def register_commands(app: Flask) -> None:
 
 
 app = create_app()
+
+
+def main() -> None:
+    """The `karibu` console script: the same commands as `flask --app wsgi`."""
+    FlaskGroup(create_app=lambda: app)(prog_name="karibu")
