@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from cli.admin import ADMIN_COMMANDS
+from cli.privacy import applicants_group
 from cli.retention import retention_group
 from cli.simulator import registry_simulator_command
 from cli.webhooks import webhooks_group
 
-COMMANDS = (*ADMIN_COMMANDS, registry_simulator_command, webhooks_group, retention_group)
+COMMANDS = (*ADMIN_COMMANDS, registry_simulator_command, webhooks_group, retention_group, applicants_group)
