@@ -51,6 +51,10 @@ def configure_logging(app: Flask) -> None:
     root.setLevel(app.config["LOG_LEVEL"])
     app.logger.handlers.clear()  # propagate to the root handler
     app.logger.propagate = True
+    # On the loggers too, so that every handler (pytest's capture included) sees the request fields.
+    for logger in (app.logger, logging.getLogger("karibu")):
+        logger.filters[:] = [f for f in logger.filters if not isinstance(f, RequestContextFilter)]
+        logger.addFilter(RequestContextFilter())
     if app.config.get("LOG_FORMAT") == "json":
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # its access lines would duplicate ours
 
