@@ -28,7 +28,7 @@ trap cleanup EXIT INT TERM
 "${FLASK[@]}" worker >instance/worker.log 2>&1 & pids+=($!)
 # No exam registry publishes a public API: live lookups go to the bundled simulator (REGISTRY_*_URL).
 "${FLASK[@]}" registry-simulator --port 8765 --quiet >instance/registry-simulator.log 2>&1 & pids+=($!)
-"$VENV_DIR/bin/gunicorn" -c deploy/gunicorn.conf.py --bind "127.0.0.1:$PORT" wsgi:app \
+"$VENV_DIR/bin/gunicorn" -c python:ops.gunicorn_config --bind "127.0.0.1:$PORT" wsgi:app \
   >instance/web.log 2>&1 & pids+=($!)
 
 for _ in $(seq 1 100); do

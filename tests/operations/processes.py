@@ -47,7 +47,7 @@ class Processes:
 
     def gunicorn(self, env: dict, name: str = "web", workers: int = 2) -> str:
         port = free_port()
-        process = self.start([str(BIN / "gunicorn"), "-c", str(ROOT / "deploy/gunicorn.conf.py"),
+        process = self.start([str(BIN / "gunicorn"), "-c", "python:ops.gunicorn_config",
                               "--bind", f"127.0.0.1:{port}", "--workers", str(workers), "wsgi:app"], env, name)
         base = f"http://127.0.0.1:{port}"
         wait_until_up(base + "/healthz", process)

@@ -66,8 +66,8 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path, processes):
     assert (workdir / "instance" / "documents").is_dir()  # the instance folder is the working directory's
 
     port = free_port()
-    server = processes.start([str(environment / "bin" / "gunicorn"), "--bind", f"127.0.0.1:{port}", "wsgi:app"],
-                             env, "installed-web", cwd=workdir)
+    server = processes.start([str(environment / "bin" / "gunicorn"), "-c", "python:ops.gunicorn_config",
+                              "--bind", f"127.0.0.1:{port}", "wsgi:app"], env, "installed-web", cwd=workdir)
     base = f"http://127.0.0.1:{port}"
     wait_until_up(base + "/healthz", server)
     assert requests.get(base + "/readyz", timeout=10).json()["checks"]["migrations"] == "ok"
@@ -76,3 +76,5 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path, processes):
     login = requests.get(base + "/login", timeout=10)
     assert login.status_code == 200 and "<form" in login.text  # templates from the package
     assert requests.get(base + "/static/portal.css", timeout=10).status_code == 200  # static files too
+    metrics = requests.get(base + "/metrics", timeout=10)
+    assert metrics.status_code == 200 and 'endpoint="api.list_applications"' in metrics.text
