@@ -41,7 +41,8 @@ def create_app(overrides: dict | None = None) -> Flask:
         proxies = app.config["PROXY_COUNT"]
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies)
     configure_logging(app)
-    instrument_requests(app)
+    if app.config["METRICS_ENABLED"]:
+        instrument_requests(app)
     register_request_id(app)
     register_extensions(app)
     register_blueprints(app)

@@ -84,6 +84,8 @@ class Settings(BaseSettings):
     # Operations: logs, metrics, readiness, retention
     # `text` (development) or `json` (one JSON object per line).
     LOG_FORMAT: str = "text"
+    # Request metrics and /metrics (false: neither; for comparison benchmarks).
+    METRICS_ENABLED: bool = True
     # Comma-separated networks allowed to read /metrics (client address after PROXY_COUNT).
     METRICS_ALLOWED_NETWORKS: str = "127.0.0.0/8,::1/128"
     # Seconds /readyz gives the database and Redis each.

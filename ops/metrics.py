@@ -60,7 +60,7 @@ def scrape() -> bytes:
 
 @metrics_bp.get("/metrics")
 def metrics():
-    if not client_allowed(request.remote_addr):
+    if not current_app.config.get("METRICS_ENABLED", True) or not client_allowed(request.remote_addr):
         abort(404)  # not advertised to the outside
     return Response(scrape(), mimetype=CONTENT_TYPE_LATEST, headers={"Cache-Control": "no-store"})
 
