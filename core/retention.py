@@ -74,9 +74,11 @@ def run_retention(*, dry_run: bool = False, batch_size: int | None = None,
             report.deleted = db.session.scalar(select(func.count()).select_from(rule.model).where(*expired))
             db.session.rollback()
         else:
+            last = None  # keyset: a batch never rescans the index entries of the rows already deleted
             while True:
+                after = () if last is None else (primary_key > last,)
                 ids = list(db.session.scalars(
-                    select(primary_key).where(*expired).order_by(primary_key).limit(batch_size)))
+                    select(primary_key).where(*expired, *after).order_by(primary_key).limit(batch_size)))
                 if not ids:
                     db.session.rollback()
                     break
@@ -86,6 +88,7 @@ def run_retention(*, dry_run: bool = False, batch_size: int | None = None,
                         report.dependants_deleted.get(model.__tablename__, 0) + result.rowcount)
                 db.session.execute(delete(rule.model).where(primary_key.in_(ids)))
                 db.session.commit()
+                last = ids[-1]
                 report.deleted += len(ids)
                 if on_batch:
                     on_batch(rule.name, len(ids))

@@ -70,6 +70,34 @@ class Writers:
         return [latency for started, latency in self.samples if start <= started < end]
 
 
+class LockWaits:
+    """Samples pg_stat_activity every 10 ms: the longest time any backend was seen waiting on a lock."""
+
+    def __init__(self, url: str):
+        self.dsn = url.replace("postgresql+psycopg://", "postgresql://")
+        self.longest = 0.0
+        self.running = True
+        self.thread = threading.Thread(target=self._sample)
+
+    def _sample(self) -> None:
+        with psycopg.connect(self.dsn, autocommit=True) as connection:
+            while self.running:
+                row = connection.execute(
+                    "SELECT coalesce(max(extract(epoch FROM clock_timestamp() - state_change)), 0) "
+                    "FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+                ).fetchone()
+                self.longest = max(self.longest, float(row[0]))
+                time.sleep(0.01)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.running = False
+        self.thread.join()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -94,9 +122,11 @@ def main() -> None:
             baseline_start = time.monotonic()
             time.sleep(args.baseline_seconds)
             purge_start = time.monotonic()
-            purge = subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "retention", "run", "--json"],
-                                   cwd=PROJECT_ROOT, env=server_env(url, RETENTION_BATCH_SIZE=str(args.batch)),
-                                   capture_output=True, text=True, check=True)
+            with LockWaits(url) as lock_waits:
+                purge = subprocess.run(
+                    [sys.executable, "-m", "flask", "--app", "wsgi", "retention", "run", "--json"],
+                    cwd=PROJECT_ROOT, env=server_env(url, RETENTION_BATCH_SIZE=str(args.batch)),
+                    capture_output=True, text=True, check=True)
             purge_end = time.monotonic()
             writers.stop()
         report = {kind["kind"]: kind["deleted"] for kind in json.loads(purge.stdout)["kinds"]}
@@ -107,6 +137,8 @@ def main() -> None:
         for name, samples in (("before the purge", before), ("during the purge", during)):
             print(f"API writes {name}: n={len(samples)} p50={median(samples) * 1000:.1f} ms "
                   f"p99={percentile(samples, 0.99) * 1000:.1f} ms longest={max(samples) * 1000:.1f} ms")
+        print(f"longest lock wait of any database session during the purge: {lock_waits.longest * 1000:.1f} ms "
+              f"(sampled every 10 ms)")
         print(f"longest write stall attributable to the purge: "
               f"{max(0.0, max(during) - max(before)) * 1000:.1f} ms beyond the longest write before it "
               f"(target: no write blocked more than 100 ms)")
