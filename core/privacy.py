@@ -124,8 +124,9 @@ def _document_path(document: Document) -> str:
     return f"documents/{document.id}-{safe_name}"
 
 
-def export_document(data: ApplicantData, institution: Institution) -> dict:
-    """The JSON document of an export: every record about the person, grouped by application."""
+def export_document(data: ApplicantData, institution: Institution, stored: set[str]) -> dict:
+    """The JSON document of an export: every record about the person, grouped by application. `file` names
+    the document's entry in the zip (null when its content is missing from storage)."""
     def for_application(rows, application_id):
         return [row for row in rows if row.application_id == application_id]
 
@@ -137,7 +138,7 @@ def export_document(data: ApplicantData, institution: Institution) -> dict:
                           for row in for_application(data.decisions, application.id)],
             "payments": [_columns(row, ("institution_id", "application_id"))
                          for row in for_application(data.payments, application.id)],
-            "documents": [{**_columns(row, ("institution_id", "application_id")), "file": _document_path(row)}
+            "documents": [{**_columns(row, ("institution_id", "application_id")), "file": _document_path(row) if row.sha256 in stored else None}
                           for row in for_application(data.documents, application.id)],
             "verification_checks": [_columns(row, ("institution_id", "application_id"))
                                     for row in for_application(data.checks, application.id)],
@@ -162,14 +163,14 @@ def export_zip(scope: InstitutionScope, applicant_or_application_id: str, *, act
     applicant = find_applicant(scope, applicant_or_application_id)
     data = collect(scope, applicant)
     institution = db.session.get(Institution, scope.institution_id)
-    document = export_document(data, institution)
     storage = document_storage()
+    stored = {row.sha256 for row in data.documents if storage.exists(row.sha256)}
+    document = export_document(data, institution, stored)
     archive = ZipStream(sized=False)
     archive.add(json.dumps(document, ensure_ascii=False, indent=2).encode("utf-8"), "applicant.json")
     for row in data.documents:
-        path = storage.path(row.sha256)
-        if path.is_file():
-            archive.add_path(str(path), _document_path(row))
+        if row.sha256 in stored:
+            archive.add_path(str(storage.path(row.sha256)), _document_path(row))
     _audit("applicant.export", scope, applicant, actor=actor, reason=reason, source=source,
            audit_fields=audit_fields)
     db.session.commit()

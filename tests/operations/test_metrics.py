@@ -39,8 +39,12 @@ def test_metrics_count_real_traffic_across_gunicorn_workers(app, factory, databa
                 for _ in range(35)]
     assert statuses.count(200) == 30 and statuses.count(429) == 5
     assert requests.get(base + "/no/such/page", timeout=10).status_code == 404
-    assert requests.get(base + "/api/v1/verifications/issuers", headers=auth_header("sk_trial_demo"),
-                        timeout=10).status_code == 200
+    issuers = requests.get(base + "/api/v1/verifications/issuers", headers=auth_header("sk_trial_demo"),
+                           timeout=10).json()["data"]
+    nesa = next(issuer for issuer in issuers if issuer["code"] == "NESA")
+    lookup = requests.post(base + "/api/v1/verifications", json=nesa["demo_requests"][0],
+                           headers=auth_header("sk_trial_demo"), timeout=10)
+    assert lookup.status_code == 200
 
     response = requests.get(base + "/metrics", timeout=10)
     assert response.status_code == 200
@@ -56,6 +60,8 @@ def test_metrics_count_real_traffic_across_gunicorn_workers(app, factory, databa
                  method="GET") == 35
     assert value(found, "karibu_rate_limit_refusals_total", endpoint="api.list_applications") == 5
     assert not any("/no/such/page" in str(labels) for _, labels in found)
+    assert value(found, "karibu_verification_lookups_total", registry="NESA", mode="trial",
+                 outcome=lookup.json()["result"]) == 1
     # Table-backed gauges are there from the first scrape, read from the database.
     assert value(found, "karibu_webhook_oldest_due_delivery_age_seconds") == 0
     assert value(found, "karibu_webhook_due_deliveries") == 0
