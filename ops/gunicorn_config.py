@@ -20,6 +20,19 @@ graceful_timeout = 30
 # repeat it.
 accesslog = None
 errorlog = "-"
+if os.environ.get("LOG_FORMAT") == "json":
+    # gunicorn's own lines (start, worker boots and exits) as JSON too, like the app's.
+    logconfig_dict = {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"json": {
+            "()": "pythonjsonlogger.json.JsonFormatter", "fmt": "{asctime}{levelname}{name}{message}", "style": "{",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+            "datefmt": "%Y-%m-%dT%H:%M:%S%z"}},
+        "handlers": {name: {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"}
+                     for name in ("console", "error_console")},  # the names gunicorn's defaults refer to
+        "loggers": {"gunicorn.error": {"level": "INFO", "handlers": ["error_console"], "propagate": False}},
+    }
 
 # Set before prometheus-client is imported anywhere in this process (it reads the variable on import);
 # by default one directory per master process, removed when it exits.

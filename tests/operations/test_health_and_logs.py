@@ -10,9 +10,10 @@ import time
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
+import requests
 
-from tests.conftest import TEST_DB, app_config, auth_header
-from tests.operations.processes import free_port
+from tests.conftest import REDIS_URL, TEST_DB, app_config, auth_header
+from tests.operations.processes import Processes, app_environment, free_port
 from tests.operations.tcp_proxy import TcpProxy
 from wsgi import create_app
 
@@ -129,3 +130,17 @@ def test_json_logs_one_object_per_line(app, database_url, tmp_path, factory):
     assert request_line["level"] == "INFO" and request_line["time"]
     [note] = [line for line in lines if line["message"] == "a note with ünïcode"]
     assert note["level"] == "WARNING" and note["logger"] == "wsgi"
+
+
+def test_json_logs_of_a_gunicorn_server_all_parse(app, database_url, tmp_path):
+    processes = Processes(tmp_path)
+    try:
+        base = processes.gunicorn(app_environment(database_url, REDIS_URL, tmp_path, LOG_FORMAT="json"),
+                                  name="json-web")
+        assert requests.get(base + "/readyz", headers={"X-Request-Id": "req-gunicorn-json"}, timeout=10).ok
+    finally:
+        processes.stop_all()
+    lines = [json.loads(line) for line in (tmp_path / "json-web.log").read_text().splitlines()]
+    assert {line["logger"] for line in lines} >= {"gunicorn.error", "karibu.request"}
+    [ready] = [line for line in lines if line.get("request_id") == "req-gunicorn-json"]
+    assert ready["path"] == "/readyz" and ready["status"] == 200 and ready["method"] == "GET"
