@@ -1,7 +1,6 @@
 """Composition root: `create_app()` wires core, api, portal and jobs. Nothing imports this module back."""
 from __future__ import annotations
 
-import logging
 import os
 import re
 import time
@@ -9,6 +8,7 @@ import uuid
 from pathlib import Path
 
 from flask import Flask, g, request
+from flask.cli import FlaskGroup
 from werkzeug.exceptions import HTTPException
 from werkzeug.middleware.proxy_fix import ProxyFix
 
@@ -17,15 +17,17 @@ import core.models  # noqa: F401  (every model registered before migrations or q
 import portal
 from api.callbacks import CALLBACKS_PREFIX, callbacks_bp
 from api.errors import handle_api_exception
-from api.health import health_bp
 from cli import COMMANDS
 from core.audit import record_request, redact_path
-from core.config import ConfigurationError, Settings, check_startup_settings
+from core.config import INSTANCE_DIR, ConfigurationError, Settings, check_startup_settings
 from core.extensions import babel, csrf, db, limiter, login_manager, migrate
 from core.i18n import compile_catalogues
 from core.redis_faults import count_rate_limiter_faults
 from core.secret_key import resolve_secret_key
 from jobs.cli import worker_command
+from ops.health import health_bp
+from ops.logs import configure_logging
+from ops.metrics import count_rate_limit_refusal, instrument_requests, metrics_bp
 from portal.errors import html_error
 from portal.i18n import select_locale
 from portal.public import public_bp
@@ -35,7 +37,8 @@ _ACCEPTABLE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
 
 
 def create_app(overrides: dict | None = None) -> Flask:
-    app = Flask(__name__, template_folder="templates", static_folder="static", instance_relative_config=True)
+    app = Flask(__name__, template_folder="templates", static_folder="static", instance_relative_config=True,
+                instance_path=str(INSTANCE_DIR))
     app.config.update(Settings().flask_config())
     app.config.update(overrides or {})
     app.json.sort_keys = False  # records keep the documented field order
@@ -48,6 +51,8 @@ def create_app(overrides: dict | None = None) -> Flask:
     check_startup_settings(app.config)
     app.config["SECRET_KEY"] = resolve_secret_key(app.config["SECRET_KEY"], Path(app.config["SECRET_KEY_FILE"]),
                                                   app.logger)
+    if app.config["METRICS_ENABLED"]:
+        instrument_requests(app)
     register_request_id(app)
     register_audit(app)
     register_extensions(app)
@@ -55,24 +60,6 @@ def create_app(overrides: dict | None = None) -> Flask:
     register_errorhandlers(app)
     register_commands(app)
     return app
-
-
-class _RequestIdFilter(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            record.request_id = g.get("request_id", "-")
-        except RuntimeError:  # outside a request or app context
-            record.request_id = "-"
-        return True
-
-
-def configure_logging(app: Flask) -> None:
-    handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s [%(request_id)s] %(name)s: %(message)s"))
-    handler.addFilter(_RequestIdFilter())
-    app.logger.handlers[:] = [handler]
-    app.logger.addFilter(_RequestIdFilter())
-    app.logger.setLevel(app.config["LOG_LEVEL"])
 
 
 def register_request_id(app: Flask) -> None:
@@ -117,6 +104,7 @@ def register_extensions(app: Flask) -> None:
     migrate.init_app(app, db, directory=str(app.root_path + "/migrations"))
     login_manager.init_app(app)
     csrf.init_app(app)
+    app.config.setdefault("RATELIMIT_ON_BREACH_CALLBACK", count_rate_limit_refusal)
     limiter.init_app(app)
     translations = compile_catalogues(Path(app.instance_path) / "translations")
     babel.init_app(app, locale_selector=select_locale, default_translation_directories=str(translations))
@@ -127,6 +115,7 @@ def register_blueprints(app: Flask) -> None:
     csrf.exempt(api.bp)
     app.register_blueprint(api.bp)
     app.register_blueprint(health_bp)
+    app.register_blueprint(metrics_bp)
     app.register_blueprint(portal.bp)
     csrf.exempt(callbacks_bp)
     app.register_blueprint(callbacks_bp)
@@ -153,3 +142,8 @@ try:
     app = create_app()
 except ConfigurationError as error:  # a clear message and exit status 1, not a traceback
     raise SystemExit(f"Karibu cannot start: {error}") from None
+
+
+def main() -> None:
+    """The `karibu` console script: the same commands as `flask --app wsgi`."""
+    FlaskGroup(create_app=lambda: app)(prog_name="karibu")

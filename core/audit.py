@@ -44,6 +44,7 @@ class AuditEntry:
     action: str = ""
     target: str = ""
     status: int | None = None  # the action's own outcome when it differs from the response status
+    detail: str = ""  # free text an action records (e.g. who asked for a data-subject request, and why)
 
 
 def redact_text(text: str) -> str:
@@ -81,7 +82,7 @@ def record_request(entry: AuditEntry, *, status: int, request_id: str, method: s
         created_at=utcnow(), source=entry.source, actor=entry.actor, institution_id=entry.institution_id,
         action=entry.action, target=entry.target, status=entry.status or status, request_id=request_id,
         method=method, path=path, query=redact_query(query), duration_ms=duration_ms, client_ip=client_ip,
-        user_agent=user_agent)
+        user_agent=user_agent, detail=redact_text(entry.detail) if entry.detail else None)
     for name in ("path", "target", "action", "user_agent"):
         if fields[name]:
             fields[name] = redact_text(str(fields[name]))
@@ -92,3 +93,9 @@ def record_request(entry: AuditEntry, *, status: int, request_id: str, method: s
             connection.execute(insert(AuditLog.__table__).values(**fields))
     except SQLAlchemyError:
         logger.exception("Could not write the audit row of request %s", request_id or "-")
+
+
+def record_command(entry: AuditEntry, command: str) -> None:
+    """The row of an operator command run from the CLI, which has no request for the hook to audit."""
+    record_request(entry, status=entry.status or 200, request_id="", method="CLI", path=command, query="",
+                   duration_ms=0, client_ip="", user_agent="")

@@ -5,6 +5,7 @@ config mapping; tests pass overrides to `create_app` instead of touching the env
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from flask import current_app
@@ -15,7 +16,19 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.retry import Retry
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-INSTANCE_DIR = PROJECT_ROOT / "instance"
+
+
+def _instance_dir() -> Path:
+    """`KARIBU_INSTANCE_DIR`, else the checkout's `instance/` when run from a checkout, else `./instance`
+    (an installed package must not write into site-packages)."""
+    if os.environ.get("KARIBU_INSTANCE_DIR"):
+        return Path(os.environ["KARIBU_INSTANCE_DIR"]).resolve()
+    if (PROJECT_ROOT / "pyproject.toml").exists():
+        return PROJECT_ROOT / "instance"
+    return Path.cwd() / "instance"
+
+
+INSTANCE_DIR = _instance_dir()
 
 
 class Settings(BaseSettings):
@@ -93,9 +106,7 @@ class Settings(BaseSettings):
     FLUTTERWAVE_SECRET_HASH: str = ""
     # Per client address, for the public apply form and decision-response page (POSTs only).
     PUBLIC_FORM_RATE_LIMIT: str = "20/minute"
-    # Messages to applicants (docs/messages.md)
-    # Base of the absolute links in messages (and the OpenAPI document's server).
-    PUBLIC_BASE_URL: str = "http://127.0.0.1:8000"
+    # Messages to applicants (docs/messages.md); their links start with PUBLIC_BASE_URL (above).
     # SMTP, with Flask-Mail's names. MAIL_SERVER "" = email not configured (scripts/run.sh starts a local sink).
     MAIL_SERVER: str = ""
     MAIL_PORT: int = 25
@@ -113,6 +124,26 @@ class Settings(BaseSettings):
     SMS_SENDER_ID: str = ""
     # "" = the gateway's live API (its sandbox API for the username "sandbox"); the local stand-in in development.
     AFRICASTALKING_API_URL: str = ""
+    # Operations: logs, metrics, readiness, retention
+    # `text` (development) or `json` (one JSON object per line).
+    LOG_FORMAT: str = "text"
+    # Request metrics and /metrics (false: neither; for comparison benchmarks).
+    METRICS_ENABLED: bool = True
+    # Comma-separated networks allowed to read /metrics (client address after PROXY_COUNT).
+    METRICS_ALLOWED_NETWORKS: str = "127.0.0.0/8,::1/128"
+    # Seconds /readyz gives the database and Redis each.
+    READINESS_TIMEOUT: float = 2.0
+    # The RQ worker serves its own /metrics on this port (127.0.0.1; 0 = off).
+    WORKER_METRICS_PORT: int = 0
+    WORKER_METRICS_ADDRESS: str = "127.0.0.1"
+    # Days rows are kept before the daily retention job deletes them (the billing ledger is never deleted).
+    RETENTION_AUDIT_DAYS: int = 400
+    RETENTION_WEBHOOK_DAYS: int = 90
+    # Events are kept this many days past the events feed's guarantee (EVENTS_RETENTION_DAYS).
+    RETENTION_EVENTS_DAYS_PAST_FEED: int = 30
+    RETENTION_MESSAGES_DAYS: int = 400
+    # Rows deleted per transaction (short transactions: API writes never wait long behind the purge).
+    RETENTION_BATCH_SIZE: int = 5000
 
     def flask_config(self) -> dict:
         config = self.model_dump()

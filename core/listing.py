@@ -328,8 +328,15 @@ def filtered_applications(scope: InstitutionScope, filters: Mapping[str, Any], s
         if name in filters:
             statement = statement.where(getattr(Application, name) == filters[name])
     if "q" in filters:
-        statement = statement.where(_search_condition(scope, filters["q"], applicant_joined))
+        statement = statement.where(_search_condition(scope, filters["q"], applicant_joined),
+                                    not_erased(scope))
     return statement
+
+
+def not_erased(scope: InstitutionScope):
+    """Leaves out applications of applicants whose personal data was erased (search and exports)."""
+    return Application.applicant_id.not_in(
+        scope.select(Applicant, Applicant.id).where(Applicant.erased_at.is_not(None)))
 
 
 def _plan_search_for_buffer_cache() -> None:
@@ -348,8 +355,9 @@ def _plan_search_for_buffer_cache() -> None:
 
 
 def ordered_applications(scope: InstitutionScope, filters: Mapping[str, Any]) -> Select:
-    """Every matching application record, in list order (for exports)."""
-    return filtered_applications(scope, filters).order_by(Application.submitted_at, Application.id)
+    """Every matching application record, in list order (for exports; erased applicants left out)."""
+    return filtered_applications(scope, filters).where(not_erased(scope)).order_by(
+        Application.submitted_at, Application.id)
 
 
 def fetch_application_page(scope: InstitutionScope, query: ApplicationQuery) -> Page:

@@ -5,8 +5,10 @@ import logging
 import time
 
 import click
+from flask import current_app
 from flask.cli import with_appcontext
 from redis.exceptions import RedisError
+from prometheus_client import start_http_server
 
 from core.config import settings
 from core.extensions import redis_connection
@@ -30,6 +32,10 @@ def worker_command(queues: str, burst: bool) -> None:
     The process outlives Redis outages: when RQ's loop quits on a Redis error, a new worker starts after a
     short pause. It stops only when asked to (SIGTERM/SIGINT) or, with --burst, when the queues are empty.
     """
+    port = current_app.config.get("WORKER_METRICS_PORT") or 0
+    if port:
+        # This process's counters (webhook attempts and latency…) for Prometheus, on a thread of its own.
+        start_http_server(port, addr=current_app.config.get("WORKER_METRICS_ADDRESS", "127.0.0.1"))
     names = [name.strip() for name in queues.split(",") if name.strip()]
     while True:
         worker = SweepingWorker(names, connection=redis_connection(),

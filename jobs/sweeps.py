@@ -27,6 +27,7 @@ from core.extensions import db, redis_connection
 from core.messages.sweep import sweep_due_messages
 from core.queue import queue
 from core.webhooks.sweep import sweep_due_deliveries
+from jobs.retention import ensure_purge_scheduled
 
 log = logging.getLogger(__name__)
 
@@ -145,9 +146,11 @@ class SweepingWorker(SimpleWorker):
 
 
 def keep_sweeping() -> None:
-    """Make sure a sweep chain is alive and sweep once now; errors are logged, never raised."""
+    """Make sure the sweep and daily retention chains are alive and sweep once now; errors are logged, never
+    raised."""
     try:
         ensure_sweep_scheduled()
+        ensure_purge_scheduled()
         sweep_due_deliveries()
         sweep_due_messages()
     except Exception:

@@ -20,6 +20,7 @@ from portal import (  # noqa: F401
     applicants,
     audit_log,
     auth,
+    privacy,
     cycles,
     dashboard,
     keys,

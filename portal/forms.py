@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from flask_wtf import FlaskForm
 from wtforms import BooleanField, EmailField, PasswordField, SelectField, SelectMultipleField, StringField
-from wtforms.validators import DataRequired, Length
+from wtforms.validators import DataRequired, Length, ValidationError
 
 from core.errors import InvalidInput
 
@@ -98,3 +98,19 @@ class RecordAnswerForm(FlaskForm):
     response = SelectField("Applicant's answer", choices=[("accepted", "Accepted the decision"),
                                                          ("declined", "Declined the decision")],
                            validators=[DataRequired("Choose the applicant's answer.")])
+
+
+class DataExportForm(FlaskForm):
+    reason = StringField("Why is this export asked for?", validators=[
+        DataRequired("Say why (e.g. the applicant's request and its reference)."), Length(max=500)])
+
+
+class DataErasureForm(FlaskForm):
+    reason = StringField("Why is this erasure asked for?", validators=[
+        DataRequired("Say why (e.g. the applicant's request and its reference)."), Length(max=500)])
+    confirm = StringField("Type ERASE to confirm", validators=[DataRequired("Type ERASE to confirm.")])
+    force = BooleanField("Erase even though a sent decision awaits the applicant's answer")
+
+    def validate_confirm(self, field):
+        if (field.data or "").strip() != "ERASE":
+            raise ValidationError("Type ERASE (in capitals) to confirm.")

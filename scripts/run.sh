@@ -40,13 +40,11 @@ fi
 "${FLASK[@]}" worker >instance/worker.log 2>&1 & pids+=($!)
 # No exam registry publishes a public API: live lookups go to the bundled simulator (REGISTRY_*_URL).
 "${FLASK[@]}" registry-simulator --port 8765 --quiet >instance/registry-simulator.log 2>&1 & pids+=($!)
-# The access log leaves out query strings: searches carry applicants' names (`?q=`), filters their data.
-"$VENV_DIR/bin/gunicorn" --workers 2 --threads 4 --bind "127.0.0.1:$PORT" --access-logfile - \
-  --access-logformat '%(h)s %(t)s "%(m)s %(U)s" %(s)s %(b)s %(M)sms %({x-request-id}o)s' wsgi:app \
+"$VENV_DIR/bin/gunicorn" -c python:ops.gunicorn_config --bind "127.0.0.1:$PORT" wsgi:app \
   >instance/web.log 2>&1 & pids+=($!)
 
 for _ in $(seq 1 100); do
-  curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break; sleep 0.2
+  curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break; sleep 0.2
 done
 
 "$PYTHON" - "$seed_json" "$PORT" "$MAIL_SINK" <<'PY'

@@ -78,8 +78,8 @@ def seed(app, applications: int) -> tuple[str, list[str]]:
     from core.extensions import db
     from core.institutions import create_institution
     from core.keys import create_api_key
-    from core.scoping import InstitutionScope
     from core.models import Applicant, Application, Cycle, Program, new_id, utcnow
+    from core.scoping import InstitutionScope
     with app.app_context():
         institution = create_institution("Bench University")
         program = Program(institution_id=institution.id, name="BSc Nursing")

@@ -75,6 +75,8 @@ class Applicant(Base):
     # Lower-cased, accent-free "first last email": what search matches against (see core.text).
     search_text: Mapped[str] = mapped_column(String(500), default="")
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # Set when the person's data was erased on their request (core.privacy): the row is a tombstone.
+    erased_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
 
 
 class Application(Base):

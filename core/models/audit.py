@@ -28,3 +28,5 @@ class AuditLog(Base):
     duration_ms: Mapped[int] = mapped_column(Integer, default=0)
     client_ip: Mapped[str] = mapped_column(String(64), default="")
     user_agent: Mapped[str] = mapped_column(String(300), default="")
+    # Free text that explains the action (e.g. why a data-subject request was made).
+    detail: Mapped[str | None] = mapped_column(Text, nullable=True)

@@ -6,6 +6,7 @@ answers from demo records and is never billed; live keys and OIDC principals are
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
@@ -13,6 +14,7 @@ from decimal import Decimal
 from core.config import settings
 from core.errors import NotFound, ServiceUnavailable
 from core.extensions import db
+from core.metrics import REGISTRY_LATENCY, VERIFICATION_LOOKUPS
 from core.scoping import InstitutionScope
 from core.verification import idempotency
 from core.verification.adapters import ADAPTERS, RegistryAdapter, RegistryAnswer, RegistryUnavailable
@@ -106,6 +108,7 @@ def _trial_answer(registry: Registry, identifiers: dict[str, str],
                   settings: VerificationSettings) -> tuple[int, dict]:
     record = find_demo_record(registry.code, identifiers)
     billing = _billing(charged=False, amount=Decimal(0), currency=settings.default_currency)
+    VERIFICATION_LOOKUPS.labels(registry.code, "trial", record.result if record else OUTCOME_NOT_FOUND).inc()
     if record is None:
         return 404, _not_found_body(registry, billing)
     return 200, _success_body(registry, RegistryAnswer(record.result, record), billing)
@@ -113,13 +116,18 @@ def _trial_answer(registry: Registry, identifiers: dict[str, str],
 
 def _live_answer(principal, registry: Registry, identifiers: dict[str, str], settings: VerificationSettings,
                  claimed) -> tuple[int, dict]:
+    started = time.perf_counter()
     try:
         answer = adapter_for(registry.code, settings).lookup(identifiers)
     except RegistryUnavailable:
+        REGISTRY_LATENCY.labels(registry.code).observe(time.perf_counter() - started)
+        VERIFICATION_LOOKUPS.labels(registry.code, "live", "unavailable").inc()
         if claimed is not None:
             idempotency.release(claimed)
         raise RegistryUnavailableError(registry, _billing(
             charged=False, amount=Decimal(0), currency=_currency_of(principal, settings))) from None
+    REGISTRY_LATENCY.labels(registry.code).observe(time.perf_counter() - started)
+    VERIFICATION_LOOKUPS.labels(registry.code, "live", answer.outcome).inc()
     scope = InstitutionScope(principal.institution_id)
     price = agreement_price(scope, settings.default_price, settings.default_currency)
     add_charge(scope=scope, api_key_id=principal.key_id, actor=principal.actor,

@@ -19,6 +19,7 @@ from sqlalchemy import bindparam, insert, or_, select, text, update
 
 from core.events import envelope
 from core.extensions import db
+from core.metrics import WEBHOOK_ATTEMPTS, WEBHOOK_DELIVERY_LATENCY
 from core.models import Event, new_id
 from core.models.webhooks import SENDABLE_STATUSES, WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from core.webhooks.endpoints import disable_endpoint_after_failures, signing_secret, target_url
@@ -76,6 +77,7 @@ class PreparedAttempt:
     event_id: str
     event_type: str
     institution_id: str
+    event_occurred_at: datetime  # when the event was committed (delivery latency is counted from it)
     endpoint_failures: int  # the endpoint's consecutive failures when the batch was loaded
 
 
@@ -136,7 +138,8 @@ def _prepare(ids: list[str]) -> list[PreparedAttempt]:
             delivery_id=delivery.id, endpoint_id=endpoint.id, number=delivery.attempts + 1,
             url=target_url(endpoint), shown_url=endpoint.url,
             secret=signing_secret(endpoint), body=event_body(event), event_id=event.id, event_type=event.type,
-            institution_id=event.institution_id, endpoint_failures=endpoint.consecutive_failures,
+            institution_id=event.institution_id, event_occurred_at=event.occurred_at,
+            endpoint_failures=endpoint.consecutive_failures,
         ))
     db.session.commit()  # no transaction stays open while requests are in flight
     return prepared
@@ -284,4 +287,8 @@ def _record(sent: list[tuple[PreparedAttempt, datetime, AttemptOutcome]], token:
                 if attempt.endpoint_id == endpoint_id and statuses[attempt.delivery_id] == "retry_scheduled":
                     statuses[attempt.delivery_id] = "endpoint_disabled"
     db.session.commit()
+    for attempt, _, outcome in sent:
+        WEBHOOK_ATTEMPTS.labels(statuses[attempt.delivery_id], outcome.error_class or "none").inc()
+        if outcome.delivered:
+            WEBHOOK_DELIVERY_LATENCY.observe(max(0.0, (now - attempt.event_occurred_at).total_seconds()))
     return [AttemptReport(attempt.delivery_id, statuses[attempt.delivery_id], outcome) for attempt, _, outcome in sent]

@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 
 from core import events
-from core.scoping import InstitutionScope
 from core.extensions import db
 from core.models import Application
+from core.scoping import InstitutionScope
 from tests.openapi_check import assert_conforms, assert_is_event
 from tests.read_side.conftest import make_tenant
 

@@ -14,9 +14,9 @@ import pytest
 from sqlalchemy import select
 
 from core import events
-from core.scoping import InstitutionScope
 from core.extensions import db
 from core.models import Event
+from core.scoping import InstitutionScope
 from tests.conftest import TEST_DB
 from tests.events.conftest import FEED
 

@@ -21,9 +21,9 @@ import requests
 from werkzeug.serving import make_server
 
 from core import events
-from core.scoping import InstitutionScope
 from core.extensions import db
 from core.models import Event
+from core.scoping import InstitutionScope
 from core.webhooks.delivery import event_body
 from core.webhooks.signing import delivery_headers, generate_secret
 

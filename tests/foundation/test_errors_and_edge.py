@@ -98,15 +98,21 @@ def test_rate_limit_is_shared_between_app_instances(database_url, tmp_path, fact
     assert [first.get("/api/v1/openapi.json").status_code for _ in range(4)] == [200, 200, 200, 429]
 
 
-def test_healthz_reports_database_and_redis(client, app, monkeypatch):
-    response = client.get("/healthz")
+def test_readyz_reports_database_and_redis(client, app, monkeypatch):
+    response = client.get("/readyz")
     assert response.status_code == 200
-    assert {name: response.json[name] for name in ("status", "database", "redis")} == {
-        "status": "ok", "database": "ok", "redis": "ok"}
-    assert isinstance(response.json["redis_faults"], dict)
+    assert response.json["checks"] == {"database": "ok", "redis": "ok", "migrations": "ok"}
+    monkeypatch.setitem(app.extensions, "karibu_readiness_redis",
+                        __import__("redis").Redis(port=1, socket_timeout=0.2))
+    response = client.get("/readyz")
+    assert response.status_code == 503 and response.json["checks"]["redis"] == "unreachable"
+
+
+def test_healthz_answers_without_touching_dependencies(client, app, monkeypatch):
     monkeypatch.setitem(app.extensions, "karibu_redis", __import__("redis").Redis(port=1, socket_timeout=0.2))
     response = client.get("/healthz")
-    assert response.status_code == 503 and response.json["redis"] == "unreachable"
+    assert response.status_code == 200 and response.json["status"] == "ok"
+    assert isinstance(response.json["redis_faults"], dict)
 
 
 def test_openapi_document_is_valid(client):

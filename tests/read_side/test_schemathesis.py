@@ -11,12 +11,15 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
-    content_type_conformance, ignored_auth, response_schema_conformance, status_code_conformance,
+    content_type_conformance,
+    ignored_auth,
+    response_schema_conformance,
+    status_code_conformance,
 )
 
 from core import events
-from core.scoping import InstitutionScope
 from core.extensions import db
+from core.scoping import InstitutionScope
 from tests.conftest import auth_header
 from tests.read_side.conftest import make_tenant
 

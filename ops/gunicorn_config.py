@@ -1,0 +1,59 @@
+"""gunicorn settings for Karibu: `gunicorn -c python:ops.gunicorn_config wsgi:app` (see docs/operations.md).
+
+A module of the package, so an installed Karibu has it too.
+
+Metrics: prometheus-client's multiprocess mode needs `PROMETHEUS_MULTIPROC_DIR` set before the app is
+imported (in the workers, which import it). It is emptied when gunicorn starts, and a dead worker's live
+gauges are dropped by `child_exit`.
+Everything here can be overridden on the command line or with GUNICORN_CMD_ARGS.
+"""
+import os
+import shutil
+import tempfile
+
+bind = os.environ.get("KARIBU_BIND", "127.0.0.1:8000")
+workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
+threads = int(os.environ.get("KARIBU_THREADS", "4"))
+timeout = 60
+graceful_timeout = 30
+# Karibu logs one line per request itself (LOG_FORMAT=json for collectors); gunicorn's access log would
+# repeat it.
+accesslog = None
+errorlog = "-"
+if os.environ.get("LOG_FORMAT") == "json":
+    # gunicorn's own lines (start, worker boots and exits) as JSON too, like the app's.
+    logconfig_dict = {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"json": {
+            "()": "pythonjsonlogger.json.JsonFormatter", "fmt": "{asctime}{levelname}{name}{message}", "style": "{",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+            "datefmt": "%Y-%m-%dT%H:%M:%S%z"}},
+        "handlers": {name: {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"}
+                     for name in ("console", "error_console")},  # the names gunicorn's defaults refer to
+        "loggers": {"gunicorn.error": {"level": "INFO", "handlers": ["error_console"], "propagate": False}},
+    }
+
+# Set before prometheus-client is imported anywhere in this process (it reads the variable on import);
+# by default one directory per master process, removed when it exits.
+_made_here = not os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+if _made_here:
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = os.path.join(tempfile.gettempdir(), f"karibu-metrics-{os.getpid()}")
+
+
+def on_starting(server):
+    """Counters of an earlier run must not be added in: start from an empty directory."""
+    directory = os.environ["PROMETHEUS_MULTIPROC_DIR"]
+    shutil.rmtree(directory, ignore_errors=True)
+    os.makedirs(directory, exist_ok=True)
+
+
+def child_exit(server, worker):
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
+
+
+def on_exit(server):
+    if _made_here:
+        shutil.rmtree(os.environ["PROMETHEUS_MULTIPROC_DIR"], ignore_errors=True)

@@ -1,0 +1,105 @@
+"""`/healthz` (the process answers) and `/readyz` (it can serve: database, Redis, schema), for load balancers.
+
+`/healthz` touches nothing else, so a slow database never gets a healthy process restarted. `/readyz` gives
+each dependency `READINESS_TIMEOUT` seconds and answers 503 naming what failed, so a balancer takes the node
+out of rotation until it answers again.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import redis
+from alembic.script import ScriptDirectory
+from flask import Blueprint, current_app, jsonify
+from sqlalchemy import create_engine, text
+from sqlalchemy.pool import NullPool
+
+from core.redis_faults import redis_fault_counts
+
+health_bp = Blueprint("health", __name__)
+
+
+def _no_store(response):
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@health_bp.get("/healthz")
+def healthz():
+    # Also the Redis faults this process rode out since it started (rate limits counted in-process, drains
+    # left to the sweep): counted in memory, so the answer still touches no dependency.
+    return _no_store(jsonify({"status": "ok", "redis_faults": redis_fault_counts()}))
+
+
+@health_bp.get("/readyz")
+def readyz():
+    checks = {"database": _check_database(), "redis": _check_redis()}
+    if checks["database"] == "ok":
+        checks["migrations"] = _check_migrations()
+    ready = all(value == "ok" for value in checks.values())
+    failing = [name for name, value in checks.items() if value != "ok"]
+    response = jsonify({"status": "ready" if ready else "unavailable", "checks": checks,
+                        **({} if ready else {"failing": failing})})
+    response.status_code = 200 if ready else 503
+    return _no_store(response)
+
+
+def _deadline() -> float:
+    return float(current_app.config.get("READINESS_TIMEOUT", 2.0))
+
+
+def _probe_engine():
+    """A small engine of its own with connect and statement deadlines (the app's pool has neither)."""
+    engine = current_app.extensions.get("karibu_readiness_engine")
+    if engine is None:
+        url = current_app.config["SQLALCHEMY_DATABASE_URI"]
+        seconds = _deadline()
+        if url.startswith("postgresql"):
+            connect_args = {"connect_timeout": max(1, math.ceil(seconds)),
+                            "options": f"-c statement_timeout={int(seconds * 1000)}"}
+        else:
+            connect_args = {"timeout": seconds}
+        engine = create_engine(url, poolclass=NullPool, connect_args=connect_args)
+        current_app.extensions["karibu_readiness_engine"] = engine
+    return engine
+
+
+def _check_database() -> str:
+    try:
+        with _probe_engine().connect() as connection:
+            connection.execute(text("SELECT 1"))
+        return "ok"
+    except Exception:  # noqa: BLE001 - reported, not raised: naming what is down is the point
+        current_app.logger.warning("Readiness: the database did not answer", exc_info=True)
+        return "unreachable"
+
+
+def _check_redis() -> str:
+    client = current_app.extensions.get("karibu_readiness_redis")
+    if client is None:
+        seconds = _deadline()
+        client = redis.Redis.from_url(current_app.config["REDIS_URL"], socket_connect_timeout=seconds,
+                                      socket_timeout=seconds)
+        current_app.extensions["karibu_readiness_redis"] = client
+    try:
+        client.ping()
+        return "ok"
+    except Exception:  # noqa: BLE001
+        current_app.logger.warning("Readiness: Redis did not answer", exc_info=True)
+        return "unreachable"
+
+
+def _check_migrations() -> str:
+    """`ok` when the database's Alembic revision is the code's head, else `not_at_head`/`not_migrated`."""
+    heads = current_app.extensions.get("karibu_migration_heads")
+    if heads is None:
+        directory = Path(current_app.root_path) / "migrations"
+        heads = current_app.extensions["karibu_migration_heads"] = set(
+            ScriptDirectory(str(directory)).get_heads())
+    try:
+        with _probe_engine().connect() as connection:
+            current = set(connection.execute(text("SELECT version_num FROM alembic_version")).scalars())
+    except Exception:  # noqa: BLE001 - no alembic_version table: never migrated
+        return "not_migrated"
+    return "ok" if current == heads else "not_at_head"

@@ -1,0 +1,1 @@
+from tests.portal.conftest import portal_as  # noqa: F401 (fixture)
