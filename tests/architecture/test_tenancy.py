@@ -19,6 +19,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from werkzeug.datastructures import MultiDict
 
 from core import applicant_checks, applicant_file, applying, audit_trail, bundles, counts, csv_export, decisions, keys
 from core import event_feed
@@ -233,7 +234,7 @@ def applying_cycle(scope, own, target):
         applying.submit_application(scope, own.program_id, target.cycle_id, fields)
     except InvalidInput as error:
         db.session.rollback()
-        return error.extra.get("field") != "cycle_id"
+        return error.name != "cycle_id"
     return True
 
 
@@ -437,7 +438,7 @@ def messages_resend(scope, own, target):
 
 @probe(Event)
 def events_feed_page(scope, own, target):
-    page = event_feed.fetch_event_page(scope, event_feed.parse_event_query({}), None)
+    page = event_feed.fetch_event_page(scope, event_feed.parse_event_query(MultiDict()), None)
     return target.event_id in {row.id for row in page.rows}
 
 
