@@ -187,7 +187,7 @@ def verification_usage():
 def verification_usage_csv():
     month = request.args.get("month") or None
     lines = usage_csv(g.scope, month)
-    first = next(lines)  # validates `month` and runs the query before the response starts
+    first = next(lines)  # validates `month` before the response starts
     audit("verification.usage_export", month or "all")
     filename = f"verification-usage-{month or 'all'}.csv"
 

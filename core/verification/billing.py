@@ -89,9 +89,8 @@ def usage_csv(scope: InstitutionScope, month: str | None = None) -> Iterator[str
     if month is not None:
         statement = statement.where(VerificationCharge.period == month)
     statement = statement.order_by(VerificationCharge.created_at.desc(), VerificationCharge.id.desc())
-    charges = db.session.scalars(statement.execution_options(yield_per=500))  # runs before the header is sent
     yield _csv_line(CSV_COLUMNS)
-    for charge in charges:
+    for charge in db.session.scalars(statement.execution_options(yield_per=500)):
         yield _csv_line((charge.id, isoformat_z(charge.created_at.replace(microsecond=0)), charge.issuer,
                          charge.level, charge.outcome, f"{charge.amount:.2f}", charge.currency,
                          charge.api_key_id or "", charge.actor))
