@@ -85,15 +85,21 @@ def usage_csv(scope: InstitutionScope, month: str | None = None) -> Iterator[str
     """
     if month is not None and not (isinstance(month, str) and MONTH_PATTERN.match(month)):
         raise InvalidInput("month must be YYYY-MM, such as 2026-11", parameter="month")
-    statement = scope.select(VerificationCharge)
+    columns = (VerificationCharge.id, VerificationCharge.created_at, VerificationCharge.issuer,
+               VerificationCharge.level, VerificationCharge.outcome, VerificationCharge.amount,
+               VerificationCharge.currency, VerificationCharge.api_key_id, VerificationCharge.actor)
+    statement = scope.select(VerificationCharge, *columns)
     if month is not None:
         statement = statement.where(VerificationCharge.period == month)
     statement = statement.order_by(VerificationCharge.created_at.desc(), VerificationCharge.id.desc())
     yield _csv_line(CSV_COLUMNS)
-    for charge in db.session.scalars(statement.execution_options(yield_per=500)):
-        yield _csv_line((charge.id, isoformat_z(charge.created_at.replace(microsecond=0)), charge.issuer,
-                         charge.level, charge.outcome, f"{charge.amount:.2f}", charge.currency,
-                         charge.api_key_id or "", charge.actor))
+    # Rows are read on a connection of the generator's own: the request's session may be committed or closed
+    # while the response streams (the portal serves this after its view returned).
+    with db.engine.connect() as connection:
+        for charge_id, created_at, issuer, level, outcome, amount, currency, api_key_id, actor in \
+                connection.execution_options(yield_per=500).execute(statement):
+            yield _csv_line((charge_id, isoformat_z(created_at.replace(microsecond=0)), issuer, level, outcome,
+                             f"{amount:.2f}", currency, api_key_id or "", actor))
 
 
 def _csv_line(values) -> str:

@@ -11,6 +11,7 @@ import io
 import re
 import threading
 import zipfile
+from decimal import Decimal
 
 import pytest
 import requests
@@ -19,7 +20,10 @@ from werkzeug.serving import make_server
 
 from core.csv_export import export_applications_csv
 from core.extensions import db, limiter
+from core.models import VerificationCharge, utcnow
 from core.scoping import InstitutionScope
+from tests.conftest import REDIS_URL
+from tests.operations.processes import Processes, app_environment
 from tests.read_side.conftest import parse_csv
 
 LIST = "/api/v1/applications"
@@ -190,3 +194,27 @@ def portal_client(app, factory, tenant):
     assert response.status_code == 302
     return client
 
+
+
+def test_verification_usage_csv_streams_whole_under_gunicorn(app, database_url, factory, tenant, tmp_path):
+    """The usage CSV is streamed after its view returned: under gunicorn its rows once came from the request's
+    session, which was gone by then (the download broke off after the header)."""
+    user = factory.user(tenant.institution, email="bursar@alpha.example")
+    with app.app_context():
+        db.session.add_all([VerificationCharge(
+            institution_id=tenant.institution.id, actor="test", issuer="KNEC", level="KCSE", outcome="authentic",
+            amount=Decimal("1.50"), currency="USD", identifiers_hash=f"{number:064d}",
+            period=utcnow().strftime("%Y-%m")) for number in range(1200)])  # more than one batch of the query
+        db.session.commit()
+    processes = Processes(tmp_path)
+    try:
+        base = processes.gunicorn(app_environment(database_url, REDIS_URL, tmp_path,
+                                                  PORTAL_LOGIN_RATE_LIMIT="1000/minute"), workers=1)
+        session = requests.Session()
+        sign_in(session, base, user.email)
+        response = session.get(f"{base}/verification/usage.csv", timeout=60)
+        assert response.status_code == 200
+        rows = records(response.text)
+        assert len(rows) == 1200 and {row["issuer"] for row in rows} == {"KNEC"}
+    finally:
+        processes.stop_all()
