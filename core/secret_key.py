@@ -16,7 +16,9 @@ from core.config import ConfigurationError
 
 MIN_SECRET_KEY_LENGTH = 32
 # The default of earlier releases: public, so a key equal to it is as good as none.
-RETIRED_DEFAULT_SECRET_KEYS = frozenset({"dev-insecure-secret-change-me"})
+# Keys that are public: the old built-in default and the placeholder of deploy/systemd/karibu.env.example.
+RETIRED_DEFAULT_SECRET_KEYS = frozenset({"dev-insecure-secret-change-me",
+                                         "change-me-to-64-random-characters-shared-by-all-nodes"})
 SECRET_KEY_FILE_NAME = "secret_key"
 
 

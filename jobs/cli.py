@@ -7,8 +7,8 @@ import time
 import click
 from flask import current_app
 from flask.cli import with_appcontext
-from redis.exceptions import RedisError
 from prometheus_client import start_http_server
+from redis.exceptions import RedisError
 
 from core.config import settings
 from core.extensions import redis_connection

@@ -14,6 +14,7 @@ from rq.job import Job
 from core.extensions import redis_connection
 from core.queue import queue
 from core.retention import run_retention
+from jobs.chains import chain_is_alive
 
 RETENTION_INTERVAL = timedelta(days=1)
 RETENTION_QUEUE = "default"
@@ -46,9 +47,7 @@ def schedule_next_purge(delay: timedelta) -> Job:
 
 def ensure_purge_scheduled() -> bool:
     """Start a purge chain unless a live one exists; True when a new chain was started (first run now)."""
-    connection = redis_connection()
-    next_id = connection.get(CHAIN_KEY)
-    if next_id is not None and Job.exists(next_id.decode(), connection=connection):
+    if chain_is_alive(CHAIN_KEY):  # a failed purge ends its chain: a new one starts (RQ keeps it 24 h)
         return False
     schedule_next_purge(timedelta(0))
     return True

@@ -18,8 +18,7 @@ from datetime import timedelta
 
 from redis.exceptions import RedisError
 from rq import SimpleWorker, get_current_job
-from rq.exceptions import NoSuchJobError
-from rq.job import Job, JobStatus
+from rq.job import Job
 
 from core.config import settings
 from core.counts import compact_counts
@@ -27,15 +26,13 @@ from core.extensions import db, redis_connection
 from core.messages.sweep import sweep_due_messages
 from core.queue import queue
 from core.webhooks.sweep import sweep_due_deliveries
+from jobs.chains import chain_is_alive
 from jobs.retention import ensure_purge_scheduled
 
 log = logging.getLogger(__name__)
 
 SWEEP_QUEUE = "webhooks"
 CHAIN_KEY = "karibu:webhooks:sweep:next"
-# A chain whose recorded job is in one of these states is alive; any other state (failed, stopped,
-# canceled, finished, or the job gone) means the chain ended and a new one is started.
-LIVE_STATUSES = frozenset({JobStatus.SCHEDULED, JobStatus.QUEUED, JobStatus.STARTED, JobStatus.DEFERRED})
 # RQ waits for a job this much longer than its dequeue timeout before it calls the worker dead.
 RQ_TTL_MARGIN_SECONDS = 15
 
@@ -62,21 +59,9 @@ def schedule_next_sweep(delay: timedelta) -> Job:
     return job
 
 
-def chain_is_alive() -> bool:
-    connection = redis_connection()
-    next_id = connection.get(CHAIN_KEY)
-    if next_id is None:
-        return False
-    try:
-        job = Job.fetch(next_id.decode(), connection=connection)
-    except NoSuchJobError:
-        return False
-    return job.get_status(refresh=False) in LIVE_STATUSES
-
-
 def ensure_sweep_scheduled() -> bool:
     """Start a sweep chain unless a live one exists; True when a new chain was started."""
-    if chain_is_alive():
+    if chain_is_alive(CHAIN_KEY):
         return False
     schedule_next_sweep(timedelta(0))
     return True

@@ -86,7 +86,8 @@ def verification_form(issuer: dict) -> VerificationForm:
 
 
 class ResendMessageForm(FlaskForm):
-    """Resend one failed message (the form carries only its CSRF token)."""
+    """Resend one failed message; `source` says which page to answer (`file`: the applicant file's timeline)."""
+    source = StringField(filters=[_strip])
 
 
 class DefaultLanguageForm(FlaskForm):

@@ -90,7 +90,7 @@ def message_resend(message_id: str):
     message = resend_message(g.scope, message_id)
     audit("message.resend", message.id, status=202)
     text = f"The {message.channel} to {message.recipient} is queued again."
-    if request.form.get("from") == "file" and message.application_id:
+    if form.source.data == "file" and message.application_id:
         if is_partial_request():
             return render_timeline(message.application_id, notice=text)
         flash(text, "ok")

@@ -70,7 +70,8 @@ def flask_cli(tmp_path: Path, *args: str, **environment: str) -> subprocess.Comp
                           capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.parametrize("weak_key", [OLD_DEFAULT, "x" * (MIN_SECRET_KEY_LENGTH - 1), "test-secret-key"])
+@pytest.mark.parametrize("weak_key", [OLD_DEFAULT, "change-me-to-64-random-characters-shared-by-all-nodes",
+                                      "x" * (MIN_SECRET_KEY_LENGTH - 1), "test-secret-key"])
 def test_the_app_refuses_to_start_with_a_weak_secret_key(tmp_path, weak_key):
     completed = flask_cli(tmp_path, "routes", SECRET_KEY=weak_key)
     assert completed.returncode != 0

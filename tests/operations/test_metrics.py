@@ -5,6 +5,8 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
+from core.extensions import db
+from core.models.messages import Message
 from tests.conftest import REDIS_URL, auth_header
 from tests.operations.processes import Processes, app_environment
 
@@ -82,3 +84,16 @@ def test_metrics_allowed_networks_setting(app, client):
     finally:
         app.config["METRICS_ALLOWED_NETWORKS"] = "127.0.0.0/8,::1/128"
         app.extensions.pop("karibu_metrics_networks", None)
+
+
+def test_messages_by_status_and_channel_are_read_from_the_database(app, client, factory):
+    institution = factory.institution()
+    with app.app_context():
+        for status, channel in (("sent", "email"), ("sent", "email"), ("failed", "email"), ("queued", "sms")):
+            db.session.add(Message(institution_id=institution.id, channel=channel, recipient="+250788000000",
+                                   template="decision", language="en", body_text="…", status=status))
+        db.session.commit()
+    found = samples(client.get("/metrics", environ_base={"REMOTE_ADDR": "127.0.0.1"}).get_data(as_text=True))
+    assert value(found, "karibu_messages", status="sent", channel="email") == 2
+    assert value(found, "karibu_messages", status="failed", channel="email") == 1
+    assert value(found, "karibu_messages", status="queued", channel="sms") == 1

@@ -111,6 +111,9 @@ def test_export_holds_every_kind_of_record_of_one_applicant_and_nothing_of_anoth
     assert archive.read(stored["file"]) == CANARY_DOCUMENT
     assert [c["candidate_name"] for c in application["verification_checks"]] == [f"{CANARY_FIRST} {CANARY_LAST}"]
     assert {e["type"] for e in application["events"]} >= {"application.submitted", "decision.sent"}
+    [email] = application["messages"]  # the decision email, as it was written
+    assert (email["channel"], email["recipient"], email["template"]) == ("email", CANARY_EMAIL, "decision")
+    assert CANARY_FIRST in email["body_text"] and "lease_token" not in email
     actions = {row["action"] for row in document["audit_log"]}
     assert {"api.search_applications", "applicant.view"} <= actions
     assert all(canary.id in row["target"] + row["path"] or CANARY_LAST in row["query"]

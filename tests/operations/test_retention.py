@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 
 from core.extensions import db, redis_connection
 from core.models import AuditLog, Event, utcnow
+from core.models.messages import Message
 from core.models.verification import VerificationCharge
 from core.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from core.webhooks.runtime import runtime
@@ -66,6 +67,12 @@ def history(app, factory, clock):
         delivery("whd_recent", "evt_recent_delivery", 80, "delivered", attempts=1)
         event("evt_old_alone", 61)  # past the feed's 30 days plus 30
         event("evt_keep_alone", 59)
+        for message_id, age, status in (("msg_old_sent", 401, "sent"), ("msg_old_failed", 450, "failed"),
+                                        ("msg_old_queued", 500, "retry_scheduled"),  # still to send: kept
+                                        ("msg_recent", 10, "sent")):
+            db.session.add(Message(id=message_id, institution_id=institution.id, channel="email",
+                                   recipient="a@example.rw", template="decision", language="en", body_text="…",
+                                   status=status, created_at=_days_ago(clock, age)))
         db.session.add(VerificationCharge(institution_id=institution.id, actor="key", issuer="nesa", level="a",
                                           outcome="authentic", amount=Decimal("1.50"), currency="USD",
                                           identifiers_hash="h" * 64, period="2020-01",
@@ -82,6 +89,7 @@ def _state(app) -> dict:
             "attempts": db.session.scalar(select(func.count()).select_from(WebhookAttempt)),
             "events": sorted(db.session.scalars(select(Event.id))),
             "charges": db.session.scalar(select(func.count()).select_from(VerificationCharge)),
+            "messages": sorted(db.session.scalars(select(Message.id))),
         }
         db.session.rollback()
         return state
@@ -94,7 +102,7 @@ def test_dry_run_counts_and_deletes_nothing(app, history):
     report = json.loads(result.output)
     assert report["dry_run"] is True
     assert {kind["kind"]: kind["deleted"] for kind in report["kinds"]} == {
-        "audit_log": 3, "webhook_deliveries": 2, "events": 1}
+        "audit_log": 3, "webhook_deliveries": 2, "events": 1, "messages": 2}
     assert _state(app) == before
 
 
@@ -115,6 +123,7 @@ def test_run_deletes_expired_rows_in_batches_and_keeps_the_rest(app, history, cl
     assert state["attempts"] == 2
     assert state["events"] == ["evt_keep_alone", "evt_old_unsent", "evt_recent_delivery"]
     assert state["charges"] == 1  # the billing ledger is never deleted
+    assert state["messages"] == ["msg_old_queued", "msg_recent"]
 
     # Time passes: what was kept expires in its turn.
     clock.advance(timedelta(days=3))
@@ -128,9 +137,11 @@ def test_retention_settings_are_honoured(app, history, monkeypatch):
     monkeypatch.setitem(app.config, "RETENTION_AUDIT_DAYS", 450)
     monkeypatch.setitem(app.config, "RETENTION_WEBHOOK_DAYS", 110)
     monkeypatch.setitem(app.config, "EVENTS_RETENTION_DAYS", 60)
+    monkeypatch.setitem(app.config, "RETENTION_MESSAGES_DAYS", 420)
     result = app.test_cli_runner().invoke(args=["retention", "run", "--json"])
     report = {kind["kind"]: kind["deleted"] for kind in json.loads(result.output)["kinds"]}
-    assert report == {"audit_log": 1, "webhook_deliveries": 1, "events": 1}  # 500-day audit, 120-day delivery
+    # 500-day audit, 120-day delivery, 450-day failed message
+    assert report == {"audit_log": 1, "webhook_deliveries": 1, "events": 1, "messages": 1}
     assert "audit-old-1" in _state(app)["audit"]
 
 
@@ -140,10 +151,26 @@ def test_daily_job_purges_and_keeps_one_chain(app, history, redis_client):
         assert retention_job.ensure_purge_scheduled() is True
         assert retention_job.ensure_purge_scheduled() is False  # one chain, however many workers ask
         summary = retention_job.purge()
-        assert summary == {"audit_log": 3, "webhook_deliveries": 2, "events": 3}
+        assert summary == {"audit_log": 3, "webhook_deliveries": 2, "events": 3, "messages": 2}
         next_id = redis_connection().get(retention_job.CHAIN_KEY).decode()
         from rq.job import Job
         scheduled = Job.fetch(next_id, connection=redis_connection())
         assert scheduled.func_name == "jobs.retention.purge"
         scheduled.delete()
+    redis_client.delete(retention_job.CHAIN_KEY)
+
+
+def test_a_chain_whose_purge_failed_is_started_again(app, redis_client):
+    """RQ keeps a failed job for a day; the chain must not count as alive because its job still exists."""
+    redis_client.delete(retention_job.CHAIN_KEY)
+    with app.app_context():
+        assert retention_job.ensure_purge_scheduled() is True
+        from rq.job import Job
+        failed = Job.fetch(redis_connection().get(retention_job.CHAIN_KEY).decode(), connection=redis_connection())
+        failed.set_status("failed")
+        assert Job.exists(failed.id, connection=redis_connection())
+        assert retention_job.ensure_purge_scheduled() is True  # a new chain, not a day without purges
+        assert redis_connection().get(retention_job.CHAIN_KEY).decode() != failed.id
+        Job.fetch(redis_connection().get(retention_job.CHAIN_KEY).decode(), connection=redis_connection()).delete()
+        failed.delete()
     redis_client.delete(retention_job.CHAIN_KEY)

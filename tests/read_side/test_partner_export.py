@@ -41,6 +41,7 @@ def test_ndjson_export_is_exactly_the_records_of_the_pages(api_get, tenant, reco
     assert response.headers["Content-Disposition"].startswith('attachment; filename="applications-')
     lines = response.get_data(as_text=True).splitlines()
     assert [json.loads(line) for line in lines] == paged
+    assert int(response.headers["X-Total-Rows"]) == len(paged)  # a client can check that it got them all
     assert "Foreign" not in response.get_data(as_text=True)
 
 
@@ -58,6 +59,7 @@ def test_csv_export_is_exactly_the_csv_pages(api_get, tenant, records, params):
     assert response.headers["Content-Type"] == "text/csv; charset=utf-8"
     exported = csv_rows(response.get_data(as_text=True))
     assert exported[0] == header and exported[1:] == paged and len(paged) > 0
+    assert int(response.headers["X-Total-Rows"]) == len(paged)
 
 
 def test_empty_result_is_an_empty_stream_or_a_lone_header(api_get, client, tenant):

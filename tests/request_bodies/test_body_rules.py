@@ -135,8 +135,9 @@ def test_a_body_over_the_cap_is_413_chunked_or_not(app, client, json_endpoints, 
             assert response.status_code in (200, 400), "a body of exactly the cap is read"
             continue
         assert response.status_code == 413
-        assert response.get_json() == {"code": 413, "error": "Request body too large: at most 2048 bytes",
-                                       "max_bytes": 2048}
+        body = response.get_json()
+        assert (body["code"], body["error"], body["max_bytes"]) == (
+            413, "Request body too large: at most 2048 bytes", 2048)
 
 
 @pytest.mark.parametrize("entrance", ["update", "verify-trial", "verify-live"])

@@ -12,11 +12,11 @@ CANARY = "canary-1199880012345678-secret"
 
 
 def test_a_database_error_is_logged_without_its_parameter_values(client, monkeypatch, caplog):
-    def failing_query():
+    def failing_query(*_):
         db.session.execute(text("SELECT * FROM no_such_table WHERE national_id = :national_id"),
                            {"national_id": CANARY})
 
-    monkeypatch.setattr(api, "openapi_document", failing_query)
+    monkeypatch.setattr(api, "openapi_json_bytes", failing_query)
     with caplog.at_level(logging.ERROR):
         response = client.get("/api/v1/openapi.json")
 

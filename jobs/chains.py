@@ -1,0 +1,26 @@
+"""Self-renewing job chains on RQ's scheduler (the sweep, the daily retention purge): is one alive?
+
+Redis holds the id of a chain's next job. The chain is alive only while that job can still run: a job
+that failed, was stopped or is gone (RQ keeps failed jobs for a while, so `Job.exists` is not enough)
+means the chain ended and a worker starts a new one at its next maintenance pass.
+"""
+from __future__ import annotations
+
+from rq.exceptions import NoSuchJobError
+from rq.job import Job, JobStatus
+
+from core.extensions import redis_connection
+
+LIVE_STATUSES = frozenset({JobStatus.SCHEDULED, JobStatus.QUEUED, JobStatus.STARTED, JobStatus.DEFERRED})
+
+
+def chain_is_alive(chain_key: str) -> bool:
+    connection = redis_connection()
+    next_id = connection.get(chain_key)
+    if next_id is None:
+        return False
+    try:
+        job = Job.fetch(next_id.decode(), connection=connection)
+    except NoSuchJobError:
+        return False
+    return job.get_status(refresh=False) in LIVE_STATUSES
