@@ -32,7 +32,9 @@ seed_json="$("${FLASK[@]}" seed-demo --json 2>/dev/null)"
 
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; }
-trap cleanup EXIT INT TERM
+stop() { say "Stopping Karibu"; trap - EXIT; cleanup; exit 0; }
+trap cleanup EXIT
+trap stop INT TERM
 
 if [ -n "$MAIL_SINK" ]; then
   "${FLASK[@]}" mail-sink --port "$MAIL_PORT" >instance/mail-sink.log 2>&1 & pids+=($!)

@@ -78,6 +78,7 @@ def test_the_apply_form_follows_the_browser_and_stores_the_chosen_language(app, 
     assert "Jina la kwanza" in html and re.search(r'<option selected value="sw">|<option value="sw" selected', html)
     french = client.get(f"/apply/{institution.id}?lang=fr").get_data(as_text=True)
     assert "Postuler à Université du Burundi" in french and "Envoyer la candidature" in french
+    assert "Marejeleo ya API" in html and "Référence de l" in french  # the header's links too
 
     response = client.post(f"/apply/{institution.id}", headers={"Accept-Language": "sw"}, data={
         "csrf_token": csrf_token(html), "cycle_id": cycle.id, "program_id": program.id, "first_name": "Aline",

@@ -98,7 +98,7 @@ def test_live_lookup_needs_the_billing_confirmation(staff, live_registries, app)
     assert charge.institution_id == staff.institution.id and charge.actor == f"portal:{staff.user.email}"
 
     usage = staff.get("/verification/usage")
-    assert record.registry in _text(usage) and "1 lookups" in _text(usage)
+    assert record.registry in _text(usage) and "1 lookup" in _text(usage) and "1 lookups" not in _text(usage)
     export = staff.get("/verification/usage.csv")
     assert export.status_code == 200 and export.mimetype == "text/csv"
     rows = list(csv.DictReader(io.StringIO(_text(export))))
