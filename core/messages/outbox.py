@@ -6,7 +6,6 @@ job was lost. Messages are rendered here, in the request, so the row holds exact
 """
 from __future__ import annotations
 
-import logging
 import secrets
 from collections.abc import Sequence
 
@@ -26,8 +25,8 @@ from core.messages.runtime import runtime
 from core.models import Applicant, Application, Cycle, Decision, Institution, Program, new_id
 from core.models.messages import Message
 from core.queue import enqueue
+from core.redis_faults import record_redis_fault
 
-log = logging.getLogger(__name__)
 
 DRAIN_JOB = "jobs.messages.drain"
 QUEUE_NAME = "messages"
@@ -201,8 +200,8 @@ def _signal_after_commit(session: Session) -> None:
     if session.info.pop(_DRAIN_AFTER_COMMIT, False):
         try:
             signal_drain()
-        except Exception:  # Redis unavailable: the sweep wakes a worker once it is back
-            log.warning("could not queue a message drain; the sweep will retry", exc_info=True)
+        except Exception as error:  # Redis unavailable: the change is committed; the sweep wakes a worker
+            record_redis_fault("queue", error)
 
 
 @sa_event.listens_for(Session, "after_rollback")
