@@ -10,32 +10,23 @@ import secrets
 from collections.abc import Sequence
 
 from markupsafe import escape
-
-from sqlalchemy import event as sa_event
 from sqlalchemy import insert, select
-from sqlalchemy.orm import Session
 
 from core.config import settings
 from core.decisions import ANSWERABLE_DECISIONS, decision_response_tokens
-from core.extensions import db, redis_connection
+from core.extensions import db
 from core.i18n import DEFAULT_LANGUAGE, supported_language
 from core.messages.addresses import address_of, header_safe, valid_email, valid_international_phone
 from core.messages.render import RenderedEmail, render_email, render_sms
 from core.messages.runtime import runtime
 from core.models import Applicant, Application, Cycle, Decision, Institution, Program, new_id
 from core.models.messages import Message
-from core.queue import enqueue
-from core.redis_faults import record_redis_fault
-
+from core.queue import DrainSignal
 
 DRAIN_JOB = "jobs.messages.drain"
 QUEUE_NAME = "messages"
-DRAIN_QUEUED_KEY = "karibu:messages:drain-queued"
-DRAIN_QUEUED_TTL_SECONDS = 30
-DRAIN_JOB_TIMEOUT = 180
 DECISION_TEMPLATE = "decision"
 RESPONSE_PATH = "/decisions/respond/"
-_DRAIN_AFTER_COMMIT = "karibu_messages_drain_after_commit"
 # Stand-ins for an applicant's own values while a template is rendered once for many applicants.
 _STAND_IN = secrets.token_hex(6)
 FIRST_NAME, LAST_NAME, LINK = (f"KaribuFirstName{_STAND_IN}", f"KaribuLastName{_STAND_IN}",
@@ -177,33 +168,8 @@ def _row(message_id: str, decision: Decision, channel: str, recipient: str, lang
     }
 
 
-def drain_after_commit() -> None:
-    """Wake a worker once the current transaction commits (nothing happens if it rolls back)."""
-    db.session().info[_DRAIN_AFTER_COMMIT] = True
-
-
-def signal_drain() -> bool:
-    """Queue a drain job unless one is already waiting; True when one was queued."""
-    if not redis_connection().set(DRAIN_QUEUED_KEY, b"1", nx=True, ex=DRAIN_QUEUED_TTL_SECONDS):
-        return False
-    enqueue(QUEUE_NAME, DRAIN_JOB, result_ttl=0, failure_ttl=86400, job_timeout=DRAIN_JOB_TIMEOUT)
-    return True
-
-
-def drain_started() -> None:
-    """Called by a starting drain: commits from now on must queue another one."""
-    redis_connection().delete(DRAIN_QUEUED_KEY)
-
-
-@sa_event.listens_for(Session, "after_commit")
-def _signal_after_commit(session: Session) -> None:
-    if session.info.pop(_DRAIN_AFTER_COMMIT, False):
-        try:
-            signal_drain()
-        except Exception as error:  # Redis unavailable: the change is committed; the sweep wakes a worker
-            record_redis_fault("queue", error)
-
-
-@sa_event.listens_for(Session, "after_rollback")
-def _forget_rolled_back(session: Session) -> None:
-    session.info.pop(_DRAIN_AFTER_COMMIT, None)
+# Wake-ups of the message drain (jobs/messages.py), after the commit that wrote the messages.
+_drain = DrainSignal("messages", QUEUE_NAME, DRAIN_JOB)
+drain_after_commit = _drain.after_commit
+signal_drain = _drain.signal
+drain_started = _drain.started

@@ -11,22 +11,16 @@ from __future__ import annotations
 from sqlalchemy import event as sa_event
 from sqlalchemy.orm import Session
 
-from core.extensions import db, redis_connection
+from core.extensions import db
 from core.models import Event, new_id
 from core.models.webhooks import WebhookDelivery
-from core.queue import enqueue
-from core.redis_faults import record_redis_fault
+from core.queue import DrainSignal
 from core.scoping import InstitutionScope
 from core.webhooks.endpoints import TEST_EVENT_TYPE, get_endpoint
 from core.webhooks.runtime import runtime
 
 DRAIN_JOB = "jobs.deliveries.drain"
 QUEUE_NAME = "webhooks"
-# Set while a drain job waits in the queue; expires so a lost job cannot block wake-ups for long.
-DRAIN_QUEUED_KEY = "karibu:webhooks:drain-queued"
-DRAIN_QUEUED_TTL_SECONDS = 30
-DRAIN_JOB_TIMEOUT = 180
-_DRAIN_AFTER_COMMIT = "karibu_webhooks_drain_after_commit"
 _ENDPOINTS = "karibu_webhooks_endpoints"
 
 
@@ -74,35 +68,15 @@ def _endpoint_in_this_transaction(institution_id: str):
     return cache[institution_id]
 
 
-def drain_after_commit() -> None:
-    """Wake a worker once the current transaction commits (nothing happens if it rolls back)."""
-    db.session().info[_DRAIN_AFTER_COMMIT] = True
-
-
-def signal_drain() -> bool:
-    """Queue a drain job unless one is already waiting; True when one was queued."""
-    if not redis_connection().set(DRAIN_QUEUED_KEY, b"1", nx=True, ex=DRAIN_QUEUED_TTL_SECONDS):
-        return False
-    enqueue(QUEUE_NAME, DRAIN_JOB, result_ttl=0, failure_ttl=86400, job_timeout=DRAIN_JOB_TIMEOUT)
-    return True
-
-
-def drain_started() -> None:
-    """Called by a starting drain: commits from now on must queue another one."""
-    redis_connection().delete(DRAIN_QUEUED_KEY)
+# Wake-ups of the delivery drain (jobs/deliveries.py), after the commit that made deliveries due.
+_drain = DrainSignal("webhooks", QUEUE_NAME, DRAIN_JOB)
+drain_after_commit = _drain.after_commit
+signal_drain = _drain.signal
+drain_started = _drain.started
 
 
 @sa_event.listens_for(Session, "after_commit")
-def _signal_after_commit(session: Session) -> None:
-    session.info.pop(_ENDPOINTS, None)
-    if session.info.pop(_DRAIN_AFTER_COMMIT, False):
-        try:
-            signal_drain()
-        except Exception as error:  # Redis unavailable: the change is committed; the sweep wakes a worker
-            record_redis_fault("queue", error)
-
-
 @sa_event.listens_for(Session, "after_rollback")
-def _forget_rolled_back(session: Session) -> None:
-    session.info.pop(_DRAIN_AFTER_COMMIT, None)
+def _forget_endpoints(session: Session) -> None:
+    """The per-transaction endpoint cache ends with its transaction."""
     session.info.pop(_ENDPOINTS, None)
