@@ -1,4 +1,5 @@
-"""Redis faults the web app rode out: logged once each, and counted per component (reported by /healthz).
+"""Redis faults the web app rode out: logged once each, and counted per component (in this process for
+/healthz, and as `karibu_redis_faults_total` for /metrics, summed over gunicorn's workers).
 
 Redis holds rate-limit counters and wakes workers; the database holds everything that matters. So when Redis
 is down or frozen, requests go on: the rate limiter counts in-process until Redis answers again, and a drain
@@ -10,6 +11,8 @@ import logging
 import threading
 from collections import Counter
 
+import prometheus_client
+
 log = logging.getLogger(__name__)
 
 # Flask-Limiter's own logger: it warns when it falls back to in-process counting or swallows a storage error.
@@ -17,11 +20,15 @@ RATE_LIMITER_LOGGER = "flask-limiter"
 
 _counts: Counter[str] = Counter()
 _lock = threading.Lock()
+REDIS_FAULTS = prometheus_client.Counter(
+    "karibu_redis_faults_total", "Redis faults ridden out: rate limits counted in-process, drains left to the sweep",
+    ["component"])
 
 
 def count_redis_fault(component: str) -> None:
     with _lock:
         _counts[component] += 1
+    REDIS_FAULTS.labels(component).inc()
 
 
 def redis_fault_counts() -> dict[str, int]:

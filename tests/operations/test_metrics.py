@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+import redis
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -97,3 +98,22 @@ def test_messages_by_status_and_channel_are_read_from_the_database(app, client, 
     assert value(found, "karibu_messages", status="sent", channel="email") == 2
     assert value(found, "karibu_messages", status="failed", channel="email") == 1
     assert value(found, "karibu_messages", status="queued", channel="sms") == 1
+
+
+def test_redis_faults_are_counted_for_prometheus(app, client, factory, monkeypatch):
+    """A drain that cannot be queued (Redis away) is counted in /metrics, not only in /healthz."""
+    institution = factory.institution()
+    _, raw_key = factory.api_key(institution)
+    application = factory.application(institution, decision="accepted")
+
+    def faults() -> float:
+        text = client.get("/metrics", environ_base={"REMOTE_ADDR": "127.0.0.1"}).get_data(as_text=True)
+        return value(samples(text), "karibu_redis_faults_total", component="queue") or 0.0
+
+    before = faults()
+    monkeypatch.setitem(app.extensions, "karibu_redis",
+                        redis.Redis(port=1, socket_timeout=0.2, socket_connect_timeout=0.2))
+    response = client.patch("/api/v1/applications/update", headers=auth_header(raw_key),
+                            json={"updates": [{"id": application.id, "send_decision": True}]})
+    assert response.status_code == 200  # committed; the sweep will wake a worker
+    assert faults() >= before + 1
