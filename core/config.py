@@ -94,6 +94,9 @@ class Settings(BaseSettings):
     PORTAL_LOGIN_ADDRESS_RATE_LIMIT: str = "30/minute"
     # Failed staff sign-ins per account (per email typed, known or not), from all addresses together.
     PORTAL_LOGIN_ACCOUNT_RATE_LIMIT: str = "10/minute;50/hour"
+    # "Forgot password" requests per client address, and per email typed (known or not), all counted.
+    PORTAL_FORGOT_ADDRESS_RATE_LIMIT: str = "10/hour"
+    PORTAL_FORGOT_EMAIL_RATE_LIMIT: str = "3/hour"
     # Trial verifications on the public /try page per client address.
     PORTAL_TRY_RATE_LIMIT: str = "30/minute"
     # Session cookie: set SESSION_COOKIE_SECURE=true behind TLS.

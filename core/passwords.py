@@ -30,3 +30,38 @@ def _equaliser_hash() -> str:
 def verify_against_nothing(password: str) -> None:
     """Spend the time of a real check, so an unknown email costs as much as a wrong password."""
     verify_password(_equaliser_hash(), password)
+
+
+MIN_PASSWORD_LENGTH = 12
+MAX_PASSWORD_LENGTH = 200
+
+
+@cache
+def _common_passwords() -> frozenset[str]:
+    """The 30,000 most common passwords of zxcvbn's list (from leaked password sets), lowercased.
+
+    Only entries of at least MIN_PASSWORD_LENGTH characters can match a password that passed the length rule,
+    so only those are kept.
+    """
+    from zxcvbn.frequency_lists import FREQUENCY_LISTS
+    return frozenset(word.lower() for word in FREQUENCY_LISTS["passwords"] if len(word) >= MIN_PASSWORD_LENGTH)
+
+
+def password_problem(password: str, email: str) -> str | None:
+    """Why `password` may not be the password of the account `email`, or None when it may.
+
+    At least MIN_PASSWORD_LENGTH characters, not one of the well-known common passwords, and not containing the
+    local part of the email (case-insensitively; a local part under 3 characters, such as "a@…", is not
+    looked for: it would refuse most passwords and protect nothing).
+    """
+    from flask_babel import gettext as _
+    if len(password) < MIN_PASSWORD_LENGTH:
+        return _("The password must be at least %(count)d characters long.", count=MIN_PASSWORD_LENGTH)
+    if len(password) > MAX_PASSWORD_LENGTH:
+        return _("The password must be at most %(count)d characters long.", count=MAX_PASSWORD_LENGTH)
+    if password.lower() in _common_passwords():
+        return _("This password is in a list of commonly used passwords; choose another.")
+    local_part = email.strip().lower().partition("@")[0]
+    if len(local_part) >= 3 and local_part in password.lower():
+        return _("The password must not contain the name part of your email address.")
+    return None

@@ -1,26 +1,50 @@
-"""Sign-in and sign-out. Failed attempts are throttled per address and email, per address, and per account.
+"""Sign-in, sign-out, "forgot password" and the emailed links (invitation, reset) of staff accounts.
 
-The per-account budget holds however many addresses a guesser uses. It is keyed on the email as typed
-(normalised), whether or not an account has it, and the throttled page is the same for every email, so the
-lockout tells nobody whether an account exists.
+Failed sign-ins are throttled per address and email, per address, and per account. The per-account budget
+holds however many addresses a guesser uses. It is keyed on the email as typed (normalised), whether or not an
+account has it, and the throttled page is the same for every email, so the lockout tells nobody whether an
+account exists.
+
+Accounts are per institution (core.users). When one email and password open accounts at several institutions,
+a second step lists those institutions: only someone who knows the password sees it.
+
+Every signed-in browser has a server-side record (core.staff_sessions), named in the signed session cookie and
+checked on every request (portal.security), so ending the record signs that browser out for good.
 """
 from __future__ import annotations
 
 import hashlib
+import time
 
-from flask import current_app, redirect, request, url_for
+from flask import current_app, flash, redirect, request, session, url_for
+from flask_babel import get_locale
+from flask_babel import gettext as _
 from flask_login import current_user, login_user, logout_user
 
-from core.extensions import limiter
-from core.users import check_credentials
+from core.account_links import (
+    LinkNotValid, accept_invitation, open_invitation, open_reset, request_password_reset, reset_password,
+)
+from core.errors import InvalidInput
+from core.extensions import db, limiter
+from core.messages.addresses import valid_email
+from core.models import User
+from core.staff_sessions import end_session, start_session
+from core.users import check_credentials, load_active_user, normalise_email, record_sign_in
 from portal import bp
-from portal.forms import ActionForm, LoginForm, submitted
+from portal.forms import ActionForm, ChooseAccountForm, ForgotPasswordForm, LoginForm, SetPasswordForm, submitted
 from portal.rendering import render_page
-from portal.security import audit, safe_next, staff_required
+from portal.security import SESSION_RECORD_KEY, audit, safe_next, staff_required
+
+# A sign-in waiting for its institution to be chosen (several accounts matched) is kept this long.
+PENDING_SIGN_IN_SECONDS = 300
+PENDING_SIGN_IN_KEY = "pending_sign_in"
+# "Forgot password" answers no sooner than this, so an address with accounts (links written and queued) and
+# one without take the same time.
+FORGOT_RESPONSE_SECONDS = 0.5
 
 
-def _email_digest() -> str:
-    email = (request.form.get("email") or "").strip().lower()
+def _email_digest(value: str | None = None) -> str:
+    email = normalise_email(value if value is not None else request.form.get("email") or "")
     return hashlib.sha256(email.encode()).hexdigest()[:16]
 
 
@@ -36,19 +60,47 @@ def _address() -> str:
     return "login-addr:" + (request.remote_addr or "unknown")
 
 
+def typed_email_for_audit(value: str | None) -> str:
+    """What the audit log may keep of an email typed on a public form: the address when it looks like one;
+    a placeholder otherwise (someone typed a password into the email field: it must not be stored)."""
+    email = normalise_email(value or "")
+    return email[:100] if valid_email(email) else "(not an email address)"
+
+
 def _failed(response) -> bool:
     return response.status_code == 401
 
 
 def _throttled(_limit):
-    audit("login.throttled", (request.form.get("email") or "")[:100], status=429)
+    audit("login.throttled", typed_email_for_audit(request.form.get("email")), status=429)
     form = LoginForm()
-    form.form_errors.append("Too many failed sign-in attempts. Wait a few minutes, then try again.")
+    form.form_errors.append(_("Too many failed sign-in attempts. Wait a few minutes, then try again."))
     return render_page("auth/login.html", form=form, next_url=safe_next(request.args.get("next")), status=429,
                        headers={"Retry-After": "60"})
 
 
 _throttle_options = dict(methods=["POST"], deduct_when=_failed, on_breach=_throttled)
+
+
+def complete_sign_in(user: User) -> None:
+    """The one way a browser becomes signed in, once every factor is checked.
+
+    The session is rotated (everything the browser carried before is dropped: no session fixation), a
+    server-side session record is started and named in the new session, the user is logged in and the
+    sign-in is audited.
+    """
+    session.clear()
+    record = start_session(user, user_agent=request.user_agent.string, address=request.remote_addr or "")
+    login_user(user)
+    session[SESSION_RECORD_KEY] = record.id
+    record_sign_in(user)
+    audit("login", user.id, user=user)
+
+
+def _password_accepted(user: User, next_url: str | None):
+    """The password (and, with several accounts, the institution) is right: finish signing in."""
+    complete_sign_in(user)
+    return redirect(next_url or url_for("portal.dashboard"))
 
 
 @bp.route("/login", methods=["GET", "POST"])
@@ -66,14 +118,49 @@ def login():
     if not form.validate_on_submit():
         return render_page("auth/login.html", form=form, next_url=next_url,
                            status=422 if request.method == "POST" else 200)
-    user = check_credentials(form.email.data, form.password.data)
-    if user is None:
-        audit("login.failed", form.email.data.strip().lower()[:100])
-        form.form_errors.append("That email and password do not match an active account.")
+    accounts = check_credentials(form.email.data, form.password.data)
+    if not accounts:
+        audit("login.failed", typed_email_for_audit(form.email.data))
+        form.form_errors.append(_("That email and password do not match an active account."))
         return render_page("auth/login.html", form=form, next_url=next_url, status=401)
-    login_user(user)
-    audit("login", user.id, user=user)
-    return redirect(next_url or url_for("portal.dashboard"))
+    if len(accounts) == 1:
+        return _password_accepted(accounts[0], next_url)
+    session.clear()
+    session[PENDING_SIGN_IN_KEY] = {"accounts": [user.id for user in accounts], "at": int(time.time()),
+                                    "next": next_url}
+    return redirect(url_for("portal.login_choose_account"))
+
+
+def _pending_accounts() -> tuple[list[User], str | None]:
+    """The accounts of a sign-in waiting for its institution (from the signed session), and its next page."""
+    pending = session.get(PENDING_SIGN_IN_KEY)
+    if not isinstance(pending, dict) or time.time() - pending.get("at", 0) > PENDING_SIGN_IN_SECONDS:
+        return [], None
+    accounts = [load_active_user(user_id) for user_id in pending.get("accounts", [])]
+    return [user for user in accounts if user is not None], safe_next(pending.get("next"))
+
+
+def _account_choices(accounts: list[User]) -> list[tuple[str, str]]:
+    from core.institutions import institution_name
+    from core.scoping import InstitutionScope
+    return [(user.id, institution_name(InstitutionScope(user.institution_id))) for user in accounts]
+
+
+@bp.route("/login/institution", methods=["GET", "POST"])
+def login_choose_account():
+    """Second step of a sign-in whose email and password open accounts at several institutions."""
+    accounts, next_url = _pending_accounts()
+    if not accounts:
+        session.pop(PENDING_SIGN_IN_KEY, None)
+        flash(_("Sign in again: the choice of institution waited too long."), "info")
+        return redirect(url_for("portal.login"))
+    form = ChooseAccountForm()
+    form.account.choices = _account_choices(accounts)
+    if not form.validate_on_submit():
+        return render_page("auth/choose_account.html", form=form,
+                           status=422 if request.method == "POST" else 200)
+    chosen = next(user for user in accounts if user.id == form.account.data)
+    return _password_accepted(chosen, next_url)
 
 
 @bp.post("/logout")
@@ -81,5 +168,102 @@ def login():
 def logout():
     submitted(ActionForm())
     audit("logout", current_user.id)
+    end_session(current_user, session.get(SESSION_RECORD_KEY, ""), "sign_out")
     logout_user()
+    session.clear()
+    return redirect(url_for("portal.login"))
+
+
+# --- forgot password ----------------------------------------------------------------------------------------
+
+def _forgot_address() -> str:
+    return "forgot-addr:" + (request.remote_addr or "unknown")
+
+
+def _forgot_email() -> str:
+    return "forgot-email:" + _email_digest()
+
+
+def _forgot_throttled(_limit):
+    audit("password.reset_throttled", typed_email_for_audit(request.form.get("email")), status=429)
+    form = ForgotPasswordForm()
+    form.form_errors.append(_("Too many requests. Wait a while, then try again."))
+    return render_page("auth/forgot.html", form=form, status=429, headers={"Retry-After": "600"})
+
+
+@bp.route("/login/forgot", methods=["GET", "POST"])
+@limiter.limit(lambda: current_app.config["PORTAL_FORGOT_ADDRESS_RATE_LIMIT"], key_func=_forgot_address,
+               methods=["POST"], on_breach=_forgot_throttled)
+@limiter.limit(lambda: current_app.config["PORTAL_FORGOT_EMAIL_RATE_LIMIT"], key_func=_forgot_email,
+               methods=["POST"], on_breach=_forgot_throttled)
+def forgot_password():
+    """Email a reset link. The answer is the same page, after the same time, whether or not an account has
+    the address."""
+    form = ForgotPasswordForm()
+    if not form.validate_on_submit():
+        return render_page("auth/forgot.html", form=form, status=422 if request.method == "POST" else 200)
+    started = time.perf_counter()
+    request_password_reset(form.email.data, language=str(get_locale() or "en"))
+    audit("password.reset_requested", typed_email_for_audit(form.email.data))
+    time.sleep(max(0.0, FORGOT_RESPONSE_SECONDS - (time.perf_counter() - started)))
+    return render_page("auth/forgot_sent.html", email=normalise_email(form.email.data))
+
+
+# --- emailed links: reset and invitation --------------------------------------------------------------------
+
+def _link_not_valid(action: str):
+    db.session.rollback()
+    audit(action, status=410)
+    return render_page("auth/link_not_valid.html", status=410)
+
+
+def _password_page(template: str, form: SetPasswordForm, account, status: int = 200):
+    return render_page(template, form=form, account=account, status=status)
+
+
+@bp.route("/account/reset/<token>", methods=["GET", "POST"])
+def password_reset(token: str):
+    try:
+        account = open_reset(token)
+    except LinkNotValid:
+        return _link_not_valid("password.reset_link_refused")
+    form = SetPasswordForm()
+    if not form.validate_on_submit():
+        return _password_page("auth/reset.html", form, account, 422 if request.method == "POST" else 200)
+    try:
+        user = reset_password(token, form.password.data)
+    except LinkNotValid:
+        return _link_not_valid("password.reset_link_refused")
+    except InvalidInput as error:
+        form.password.errors.append(error.message)
+        return _password_page("auth/reset.html", form, account, 422)
+    audit("password.reset", user.id, user=user)
+    if current_user.is_authenticated:
+        logout_user()
+    session.clear()
+    flash(_("Your new password is set and every session of the account was signed out. Sign in with it."), "ok")
+    return redirect(url_for("portal.login"))
+
+
+@bp.route("/account/invitation/<token>", methods=["GET", "POST"])
+def accept_invitation_page(token: str):
+    try:
+        account = open_invitation(token)
+    except LinkNotValid:
+        return _link_not_valid("invitation.link_refused")
+    form = SetPasswordForm()
+    if not form.validate_on_submit():
+        return _password_page("auth/invitation.html", form, account, 422 if request.method == "POST" else 200)
+    try:
+        user = accept_invitation(token, form.password.data)
+    except LinkNotValid:
+        return _link_not_valid("invitation.link_refused")
+    except InvalidInput as error:
+        form.password.errors.append(error.message)
+        return _password_page("auth/invitation.html", form, account, 422)
+    audit("invitation.accepted", user.id, user=user)
+    if current_user.is_authenticated:
+        logout_user()
+    session.clear()
+    flash(_("Your account is ready. Sign in with your email and the password you chose."), "ok")
     return redirect(url_for("portal.login"))

@@ -3,9 +3,10 @@ CSRF token twice (CSRFProtect for the whole app, then the form), and exempting a
 """
 from __future__ import annotations
 
+from flask_babel import lazy_gettext as _l
 from flask_wtf import FlaskForm
 from wtforms import BooleanField, EmailField, PasswordField, SelectField, SelectMultipleField, StringField
-from wtforms.validators import DataRequired, Length, ValidationError
+from wtforms.validators import DataRequired, EqualTo, Length, ValidationError
 
 from core.errors import InvalidInput
 
@@ -41,9 +42,34 @@ class ApiKeyForm(FlaskForm):
 
 
 class NewUserForm(FlaskForm):
-    email = EmailField("Email", validators=[DataRequired("Enter an email."),
-                                            Length(max=254)])
-    role = SelectField("Role", choices=ROLE_CHOICES, default="staff")
+    """An admin's invitation of a colleague (an email with a link to choose their own password)."""
+    email = EmailField(_l("Email"), validators=[DataRequired(_l("Enter an email.")), Length(max=254)])
+    role = SelectField(_l("Role"), choices=ROLE_CHOICES, default="staff")
+
+
+class ForgotPasswordForm(FlaskForm):
+    email = EmailField(_l("Email"), validators=[DataRequired(_l("Enter your email.")), Length(max=254)])
+
+
+class ChooseAccountForm(FlaskForm):
+    """Second sign-in step when one email and password open accounts at several institutions."""
+    account = SelectField(_l("Institution"), choices=[], validate_choice=True)
+
+
+_PASSWORD_HINT = _l("At least 12 characters; not a common password; not your email's name part.")
+
+
+class SetPasswordForm(FlaskForm):
+    """Choose a password: from an invitation or a reset link (the rules are core.passwords')."""
+    password = PasswordField(_l("New password"), description=_PASSWORD_HINT,
+                             validators=[DataRequired(_l("Enter a password.")), Length(max=200)])
+    confirm = PasswordField(_l("New password again"), validators=[
+        DataRequired(_l("Enter the password again.")), EqualTo("password", _l("The two passwords differ."))])
+
+
+class ChangePasswordForm(SetPasswordForm):
+    current_password = PasswordField(_l("Current password"), validators=[
+        DataRequired(_l("Enter your current password.")), Length(max=200)])
 
 
 class BulkUpdateForm(FlaskForm):

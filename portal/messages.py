@@ -7,7 +7,7 @@ from flask import flash, g, make_response, redirect, request, url_for
 from core.errors import InvalidInput
 from core.i18n import LANGUAGES
 from core.messages.log import (
-    default_language_of, get_message, list_messages, resend_message, set_default_language,
+    default_language_of, get_message, list_messages, resend_message, set_default_language, without_private_links,
 )
 from core.models.messages import CHANNELS, MESSAGE_STATUSES, SENDABLE_MESSAGE_STATUSES
 from portal import bp
@@ -65,15 +65,17 @@ def messages_default_language():
 @admin_required
 def message_detail(message_id: str):
     message = get_message(g.scope, message_id)
-    return render_page("messages/detail.html", message=message, resend_form=ResendMessageForm())
+    return render_page("messages/detail.html", message=message, body_text=without_private_links(message.body_text),
+                       resend_form=ResendMessageForm())
 
 
 @bp.get("/messages/<message_id>/html")
 @admin_required
 def message_html(message_id: str):
-    """The HTML part exactly as sent, on a page of its own under a sandboxing policy."""
+    """The HTML part as sent (a staff account link's token hidden), on a page of its own under a sandboxing
+    policy."""
     message = get_message(g.scope, message_id)
-    response = make_response(message.body_html or "")
+    response = make_response(without_private_links(message.body_html))
     response.mimetype = "text/html"
     response.headers["Content-Security-Policy"] = EMAIL_PREVIEW_POLICY
     response.headers["Referrer-Policy"] = "no-referrer"

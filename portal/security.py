@@ -1,10 +1,11 @@
 """Sign-in plumbing, roles, security headers and the audit helper of the portal."""
 from __future__ import annotations
 
+import hashlib
 from functools import wraps
 from urllib.parse import urlsplit
 
-from flask import Flask, g, redirect, request, url_for
+from flask import Flask, g, redirect, request, session, url_for
 from flask_login import current_user, login_required
 from htmx_flask import Htmx
 
@@ -12,7 +13,11 @@ from core.audit import AuditEntry
 from core.errors import Forbidden
 from core.extensions import login_manager
 from core.scoping import InstitutionScope
+from core.staff_sessions import live_session
 from core.users import load_active_user
+
+# The key of the signed session cookie that names the browser's server-side session record.
+SESSION_RECORD_KEY = "staff_session"
 
 # No inline script or style anywhere in the portal: htmx runs with allowEval off and its indicator styles
 # disabled, so the policy needs no 'unsafe-*' source.
@@ -37,12 +42,27 @@ def configure_app(app: Flask) -> None:
     login_manager.login_message = "Sign in to continue."
     login_manager.login_message_category = "info"
     login_manager.session_protection = "strong"
+    # Flask-Login's own identifier reads X-Forwarded-For from the client whatever the deployment; ours uses
+    # the client address, which ProxyFix takes from that header only when PROXY_COUNT says a proxy sets it.
+    login_manager._session_identifier_generator = session_identifier
     app.after_request(_add_security_headers)
+
+
+def session_identifier() -> str:
+    """What "strong" session protection binds a session to: the client address (as trusted per PROXY_COUNT)
+    and the user agent. A session cookie replayed from elsewhere is dropped."""
+    base = f"{request.remote_addr}|{request.headers.get('User-Agent', '')}"
+    return hashlib.sha512(base.encode("utf-8", errors="replace")).hexdigest()
 
 
 @login_manager.user_loader
 def _load_user(user_id: str):
-    return load_active_user(user_id)
+    """The signed-in user, only while the account is active and the browser's session record is live: an
+    ended record (sign-out, password change, …) makes any copy of the cookie worthless."""
+    user = load_active_user(user_id)
+    if user is None or live_session(session.get(SESSION_RECORD_KEY), user.id) is None:
+        return None
+    return user
 
 
 @login_manager.unauthorized_handler

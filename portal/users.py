@@ -1,24 +1,37 @@
-"""Staff accounts (admins): invite with a one-time temporary password, change role, deactivate."""
+"""Staff accounts (admins): invite by email, resend or revoke an invitation, change role, deactivate.
+
+No password is ever shown or chosen here: the invitee chooses their own through the emailed link. Inviting an
+address that has an account at another institution looks exactly like inviting a new one.
+"""
 from __future__ import annotations
 
-import secrets
-
 from flask import flash, g, redirect, url_for
+from flask_babel import get_locale
+from flask_babel import gettext as _
 from flask_login import current_user
 
+from core.account_links import invite, pending_invitations, resend_invitation, revoke_invitation
 from core.errors import InvalidInput, KaribuError
-from core.users import create_user, list_users, set_active, set_role
+from core.models import utcnow
+from core.users import list_users, set_active, set_role
 from portal import bp
-from portal.forms import ActiveForm, NewUserForm, RoleForm, submitted
+from portal.forms import ActionForm, ActiveForm, NewUserForm, RoleForm, submitted
 from portal.rendering import is_partial_request, render_page
 from portal.security import admin_required, audit
+
+
+def _language() -> str:
+    return str(get_locale() or "en")
+
+
+def _page_context(**extra) -> dict:
+    return dict(users=list_users(g.scope), invitations=pending_invitations(g.scope), now=utcnow(), **extra)
 
 
 @bp.get("/users")
 @admin_required
 def users():
-    return render_page("users/index.html", form=NewUserForm(formdata=None),
-                       users=list_users(g.scope))
+    return render_page("users/index.html", form=NewUserForm(formdata=None), **_page_context())
 
 
 @bp.post("/users")
@@ -26,19 +39,36 @@ def users():
 def users_create():
     form = NewUserForm()
     if form.validate_on_submit():
-        password = secrets.token_urlsafe(12)
         try:
-            user = create_user(g.scope, form.email.data, password, role=form.role.data)
+            invitation = invite(g.scope, form.email.data, form.role.data, current_user, language=_language())
         except KaribuError as error:
             form.email.errors.append(error.message)
         else:
-            audit("user.create", user.id)
-            invited = {"user": user, "password": password}
+            audit("invitation.send", f"{invitation.id} ({invitation.role})")
             return render_page("users/index.html", "users/partial/invite.html", form=NewUserForm(formdata=None),
-                               invited=invited, oob=is_partial_request(), users=list_users(g.scope),
-                               status=201)
-    return render_page("users/index.html", "users/partial/invite.html", form=form,
-                       users=list_users(g.scope), status=422)
+                               invited=invitation, oob=is_partial_request(), status=201, **_page_context())
+    return render_page("users/index.html", "users/partial/invite.html", form=form, status=422, **_page_context())
+
+
+@bp.post("/users/invitations/<invitation_id>/resend")
+@admin_required
+def invitation_resend(invitation_id: str):
+    submitted(ActionForm())
+    invitation = resend_invitation(g.scope, invitation_id, current_user, language=_language())
+    audit("invitation.resend", invitation.id)
+    flash(_("A new invitation link was sent to %(email)s; the earlier link no longer works.",
+            email=invitation.email), "ok")
+    return redirect(url_for("portal.users"))
+
+
+@bp.post("/users/invitations/<invitation_id>/revoke")
+@admin_required
+def invitation_revoke(invitation_id: str):
+    submitted(ActionForm())
+    invitation = revoke_invitation(g.scope, invitation_id)
+    audit("invitation.revoke", invitation.id)
+    flash(_("The invitation of %(email)s is withdrawn; its link no longer works.", email=invitation.email), "ok")
+    return redirect(url_for("portal.users"))
 
 
 def _respond(user, message: str):
@@ -54,7 +84,8 @@ def users_role(user_id: str):
     role = submitted(RoleForm()).role.data or ""
     user = set_role(g.scope, user_id, role)
     audit("user.role", f"{user.id} -> {role}")
-    return _respond(user, f"{user.email} is now {role}.")
+    return _respond(user, _("%(email)s is now %(role)s; their sessions were signed out.", email=user.email,
+                            role=role))
 
 
 @bp.post("/users/<user_id>/active")
@@ -67,4 +98,5 @@ def users_active(user_id: str):
         raise InvalidInput("You cannot deactivate your own account", field="active")
     user = set_active(g.scope, user_id, value == "true")
     audit("user.activate" if user.active else "user.deactivate", user.id)
-    return _respond(user, f"{user.email} was {'reactivated' if user.active else 'deactivated'}.")
+    return _respond(user, _("%(email)s was reactivated.", email=user.email) if user.active else
+                    _("%(email)s was deactivated and signed out.", email=user.email))

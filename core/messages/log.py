@@ -1,6 +1,7 @@
 """Reading the outbox (the Messages page, the applicant file, the CLI) and resending a failed message."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from sqlalchemy import select
@@ -100,3 +101,13 @@ def set_default_language(scope: InstitutionScope, language: str) -> Institution:
     institution.default_language = language
     db.session.commit()
     return institution
+
+
+# The token of an invitation or reset link opens a staff account: admins see staff emails with it hidden.
+_PRIVATE_LINK = re.compile(r"(/account/(?:invitation|reset)/)[A-Za-z0-9]+")
+PRIVATE_LINK_PLACEHOLDER = "(private link, hidden)"
+
+
+def without_private_links(text: str | None) -> str:
+    """The text of a message as admins may read it: account links keep their path but lose their token."""
+    return _PRIVATE_LINK.sub(lambda match: match.group(1) + PRIVATE_LINK_PLACEHOLDER, text or "")

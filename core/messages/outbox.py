@@ -22,6 +22,7 @@ from core.messages.runtime import runtime
 from core.models import Applicant, Application, Cycle, Decision, Institution, Program, new_id
 from core.models.messages import Message
 from core.queue import DrainSignal
+from core.scoping import InstitutionScope
 
 DRAIN_JOB = "jobs.messages.drain"
 QUEUE_NAME = "messages"
@@ -173,3 +174,23 @@ _drain = DrainSignal("messages", QUEUE_NAME, DRAIN_JOB)
 drain_after_commit = _drain.after_commit
 signal_drain = _drain.signal
 drain_started = _drain.started
+
+
+def queue_staff_email(scope: InstitutionScope, recipient: str, template: str, language: str | None,
+                      context: dict) -> Message:
+    """Write one email to a staff member (an invitation, a password reset) in the current session, rendered
+    from `templates/staff_messages/<template>.*`; the worker sends it after the commit, like applicants'
+    messages, and admins see it on the Messages page (its private link hidden: core.messages.log)."""
+    language = supported_language(language) or DEFAULT_LANGUAGE
+    email = render_email(template, language, {**context, "language": language}, folder="staff_messages")
+    sender_domain = address_of(settings().MAIL_DEFAULT_SENDER).rpartition("@")[2] or "karibu.localhost"
+    now = runtime.clock.now()
+    message_id = new_id("msg")
+    message = Message(
+        id=message_id, institution_id=scope.institution_id, channel="email", recipient=header_safe(recipient, 254),
+        template=template, language=language, subject=header_safe(email.subject, 300), body_text=email.text,
+        body_html=email.html, message_id_header=f"<{message_id}@{sender_domain}>", status="queued", attempts=0,
+        next_attempt_at=now, created_at=now, updated_at=now)
+    db.session.add(message)
+    drain_after_commit()
+    return message

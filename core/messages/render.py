@@ -21,13 +21,15 @@ def _render(name: str, context: dict) -> str:
     return current_app.jinja_env.get_template(name).render(**context)
 
 
-def render_email(template: str, language: str | None, context: dict) -> RenderedEmail:
-    """Subject, plain-text and HTML parts of `templates/applicant_messages/<template>.*` in `language`."""
+def render_email(template: str, language: str | None, context: dict,
+                 folder: str = "applicant_messages") -> RenderedEmail:
+    """Subject, plain-text and HTML parts of `templates/<folder>/<template>.*` in `language` (`folder`:
+    `applicant_messages`, or `staff_messages` for staff accounts' emails)."""
     with force_locale(supported_language(language) or DEFAULT_LANGUAGE):
         return RenderedEmail(
-            subject=" ".join(_render(f"applicant_messages/{template}.subject.txt", context).split()),
-            text=_render(f"applicant_messages/{template}.txt", context).strip() + "\n",
-            html=_render(f"applicant_messages/{template}.html", context),
+            subject=" ".join(_render(f"{folder}/{template}.subject.txt", context).split()),
+            text=_render(f"{folder}/{template}.txt", context).strip() + "\n",
+            html=_render(f"{folder}/{template}.html", context),
         )
 
 

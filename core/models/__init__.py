@@ -4,7 +4,7 @@ from core.models.admissions import (  # noqa: F401
     Applicant, Application, Cycle, Decision, Payment, Program, Stage, cycle_programs,
 )
 from core.models.audit import AuditLog  # noqa: F401
-from core.models.base import Base, new_id, utcnow  # noqa: F401
+from core.models.base import Base, new_id, random_token, utcnow  # noqa: F401
 from core.models.documents import Document  # noqa: F401
 from core.models.events import Event  # noqa: F401
 from core.models.identity import ApiKey, Institution, User  # noqa: F401
@@ -18,3 +18,5 @@ from core.models.checks import ApplicantCheck  # noqa: F401
 from core.models.counts import ApplicationCount, ApplicationDayCount  # noqa: F401
 # Messages to applicants
 from core.models.messages import Message  # noqa: F401
+# Staff account lifecycle: invitations, password resets, server-side sessions
+from core.models.accounts import PasswordReset, StaffInvitation, StaffSession  # noqa: F401

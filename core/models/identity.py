@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import datetime
 from decimal import Decimal
 
-from sqlalchemy import Boolean, DateTime, ForeignKey, Numeric, String
+from sqlalchemy import Boolean, DateTime, ForeignKey, Numeric, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from core.models.base import Base, new_id, utcnow
@@ -34,11 +34,14 @@ class Institution(Base):
 
 
 class User(Base):
+    """A staff account. Accounts are per institution: one email may have an account at several institutions
+    (each with its own password), and nothing about one institution's accounts shows at another."""
     __tablename__ = "users"
+    __table_args__ = (UniqueConstraint("institution_id", "email", name="uq_users_institution_email"),)
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=lambda: new_id("usr"))
     institution_id: Mapped[str] = mapped_column(ForeignKey("institutions.id"), index=True)
-    email: Mapped[str] = mapped_column(String(254), unique=True)
+    email: Mapped[str] = mapped_column(String(254), index=True)
     name: Mapped[str] = mapped_column(String(200), default="")
     password_hash: Mapped[str] = mapped_column(String(255))
     role: Mapped[str] = mapped_column(String(16), default=ROLE_STAFF)

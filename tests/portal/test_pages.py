@@ -212,19 +212,6 @@ def test_keys_of_another_institution_cannot_be_revoked(admin, factory, app):
     assert key.prefix not in _text(admin.get("/api-keys"))
 
 
-def test_admin_invites_a_user_who_can_sign_in_with_the_temporary_password(admin, app):
-    from tests.portal.conftest import sign_in
-    response = admin.post("/users", {"email": "Grace@Example.ac.rw", "role": "staff"}, htmx=True)
-    assert response.status_code == 201
-    password = re.search(r'<code id="temporary-password">([^<]+)</code>', _text(response)).group(1)
-    assert "grace@example.ac.rw" in _text(response)
-    assert password not in _text(admin.get("/users"))
-    assert sign_in(app.test_client(), "grace@example.ac.rw", password).status_code == 302
-
-    duplicate = admin.post("/users", {"email": "grace@example.ac.rw", "role": "staff"}, htmx=True)
-    assert duplicate.status_code == 422 and "already exists" in _text(duplicate)
-
-
 def test_roles_change_and_the_last_admin_stays(admin, factory):
     colleague = factory.user(admin.institution)
     promoted = admin.post(f"/users/{colleague.id}/role", {"role": "admin"}, htmx=True)
