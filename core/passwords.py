@@ -1,9 +1,10 @@
-"""Argon2id password hashing."""
+"""Argon2id password hashing and the rules a new staff password must follow."""
 from __future__ import annotations
 
 from functools import cache
 
 from argon2 import PasswordHasher
+from flask_babel import gettext as _
 from argon2.exceptions import InvalidHashError, VerificationError
 
 _hasher = PasswordHasher()
@@ -38,28 +39,32 @@ MAX_PASSWORD_LENGTH = 200
 
 @cache
 def _common_passwords() -> frozenset[str]:
-    """The 30,000 most common passwords of zxcvbn's list (from leaked password sets), lowercased.
-
-    Only entries of at least MIN_PASSWORD_LENGTH characters can match a password that passed the length rule,
-    so only those are kept.
-    """
+    """The 30,000 most common passwords of zxcvbn's list (drawn from leaked password sets), lowercased."""
     from zxcvbn.frequency_lists import FREQUENCY_LISTS
-    return frozenset(word.lower() for word in FREQUENCY_LISTS["passwords"] if len(word) >= MIN_PASSWORD_LENGTH)
+    return frozenset(word.lower() for word in FREQUENCY_LISTS["passwords"])
+
+
+_PADDING = "0123456789!@#$%^&*()-_=+.,;:?/\\|~`'\" []{}<>"
+
+
+def is_common_password(password: str) -> bool:
+    """In the list, or a listed password with digits or symbols added before or after ("baseball1234")."""
+    lowered = password.lower()
+    return lowered in _common_passwords() or lowered.strip(_PADDING) in _common_passwords()
 
 
 def password_problem(password: str, email: str) -> str | None:
     """Why `password` may not be the password of the account `email`, or None when it may.
 
-    At least MIN_PASSWORD_LENGTH characters, not one of the well-known common passwords, and not containing the
-    local part of the email (case-insensitively; a local part under 3 characters, such as "a@…", is not
-    looked for: it would refuse most passwords and protect nothing).
+    At least MIN_PASSWORD_LENGTH characters, not a well-known common password (`is_common_password`), and
+    not containing the local part of the email (case-insensitively; a local part under 3 characters, such as
+    "a@…", is not looked for: it would refuse most passwords and protect nothing).
     """
-    from flask_babel import gettext as _
     if len(password) < MIN_PASSWORD_LENGTH:
         return _("The password must be at least %(count)d characters long.", count=MIN_PASSWORD_LENGTH)
     if len(password) > MAX_PASSWORD_LENGTH:
         return _("The password must be at most %(count)d characters long.", count=MAX_PASSWORD_LENGTH)
-    if password.lower() in _common_passwords():
+    if is_common_password(password):
         return _("This password is in a list of commonly used passwords; choose another.")
     local_part = email.strip().lower().partition("@")[0]
     if len(local_part) >= 3 and local_part in password.lower():
