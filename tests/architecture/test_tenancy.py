@@ -22,7 +22,7 @@ import pytest
 from werkzeug.datastructures import MultiDict
 
 from core import applicant_checks, applicant_file, applying, audit_trail, bundles, counts, csv_export, decisions, keys
-from core import event_feed
+from core import account_links, event_feed
 from core import institutions, listing, overview, updates, users
 from core.documents import document_storage
 from core.errors import InvalidInput, NotFound
@@ -32,6 +32,7 @@ from core.models import (
     Program, Stage, User, VerificationCharge, utcnow,
 )
 from core.messages import log as message_log
+from core.models.accounts import StaffInvitation
 from core.models.counts import ApplicationCount, ApplicationDayCount
 from core.models.messages import Message
 from core.models.webhooks import WebhookDelivery, WebhookEndpoint
@@ -98,6 +99,7 @@ class Rows:
     endpoint_id: str
     delivery_id: str
     message_id: str
+    invitation_id: str
 
 
 def populate(tag: str, issuer: str) -> Rows:
@@ -144,11 +146,16 @@ def populate(tag: str, issuer: str) -> Rows:
     db.session.commit()
     user = users.create_user(scope, f"staff.{tag}@example.rw", "correct-horse-1", role="admin")
     key, _ = keys.create_api_key(scope, name=tag)
+    invitation = StaffInvitation(institution_id=institution.id, email=f"invitee.{tag}@example.rw", role="staff",
+                                 token_hash=f"{tag:0<64}", invited_by=user.id, expires_at=now + timedelta(days=3))
+    db.session.add(invitation)
+    db.session.commit()
     return Rows(tag=tag, institution_id=institution.id, program_id=program.id, cycle_id=cycle.id,
                 stage_key=stage.key, last_name=f"Surname{tag}", application_id=application.id,
                 decision_id=decision.id, payment_id=payment.id, document_id=document.id, check_id=check.id,
                 event_id=event.id, user_id=user.id, key_id=key.id, issuer=issuer, audit_id=audit.id,
-                endpoint_id=endpoint.id, delivery_id=delivery.id, message_id=message.id)
+                endpoint_id=endpoint.id, delivery_id=delivery.id, message_id=message.id,
+                invitation_id=invitation.id)
 
 
 def reached(call) -> bool:
@@ -356,6 +363,37 @@ def users_set_role(scope, own, target):
 @probe(User)
 def users_set_active(scope, own, target):
     return reached(lambda: users.set_active(scope, target.user_id, True))
+
+
+@probe(User)
+def users_account_in(scope, own, target):
+    return users.account_in(scope, f"staff.{target.tag}@example.rw") is not None
+
+
+@probe(StaffInvitation)
+def invitations_pending(scope, own, target):
+    return target.invitation_id in {invitation.id for invitation in account_links.pending_invitations(scope)}
+
+
+@probe(StaffInvitation)
+def invitations_resend(scope, own, target):
+    inviter = db.session.get(User, own.user_id)
+    return reached(lambda: account_links.resend_invitation(scope, target.invitation_id, inviter))
+
+
+@probe(StaffInvitation)
+def invitations_revoke(scope, own, target):
+    return reached(lambda: account_links.revoke_invitation(scope, target.invitation_id))
+
+
+@probe(StaffInvitation)
+def invitations_invite_the_same_address(scope, own, target):
+    """Inviting the address another institution invited makes an invitation of our own; theirs is untouched."""
+    inviter = db.session.get(User, own.user_id)
+    before = db.session.get(StaffInvitation, target.invitation_id).token_hash
+    mine = account_links.invite(scope, f"invitee.{target.tag}@example.rw", "staff", inviter)
+    db.session.expire_all()
+    return mine.id == target.invitation_id or db.session.get(StaffInvitation, target.invitation_id).token_hash != before
 
 
 @probe(ApiKey)
