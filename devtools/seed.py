@@ -21,13 +21,13 @@ from core.documents import document_storage
 from core.extensions import db
 from core.institutions import create_institution, pipeline
 from core.models import (
-    Applicant, Application, Cycle, Decision, Document, Institution, Payment, Program, User, new_id, utcnow,
+    Applicant, Application, Cycle, Decision, Document, Institution, Payment, Program, new_id, utcnow,
 )
 from core.passwords import hash_password
 from core.scoping import InstitutionScope
 from devtools.pdf import simple_pdf
 from core.text import fold
-from core.users import create_user
+from core.users import account_in, create_user
 
 DEMO_INSTITUTION = "Demo University"
 DEMO_STAFF_EMAIL = "admin@demo-university.ac.rw"
@@ -111,7 +111,7 @@ def _ensure_programs_and_cycles(institution: Institution, now: datetime) -> tupl
 
 
 def _ensure_admin(institution: Institution) -> None:
-    user = db.session.scalars(select(User).where(User.email == DEMO_STAFF_EMAIL)).first()
+    user = account_in(InstitutionScope(institution.id), DEMO_STAFF_EMAIL)
     if user is None:
         create_user(InstitutionScope(institution.id), DEMO_STAFF_EMAIL, DEMO_STAFF_PASSWORD, role="admin",
                     name="Demo Admin")
