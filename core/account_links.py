@@ -16,6 +16,7 @@ from datetime import timedelta
 
 from flask_babel import gettext as _
 from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
 
 from core.config import settings
 from core.errors import Conflict, InvalidInput, NotFound
@@ -85,7 +86,12 @@ def invite(scope: InstitutionScope, email: str, role: str, inviter: User, langua
     invitation.invited_by = inviter.id
     invitation.accepted_at = invitation.revoked_at = None
     _send_invitation(scope, invitation, institution, inviter, language)
-    db.session.commit()
+    try:
+        db.session.commit()
+    except IntegrityError:  # another admin invited the same address at the same moment
+        db.session.rollback()
+        raise Conflict(_("This address was invited a moment ago; see the pending invitations."),
+                       field="email") from None
     return invitation
 
 

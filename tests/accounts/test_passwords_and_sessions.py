@@ -94,20 +94,32 @@ def test_an_expired_or_forged_reset_link_changes_nothing(mail_app, smtp, factory
 
 
 def test_forgot_answers_the_same_for_known_and_unknown_addresses(mail_app, smtp, factory, app):
-    factory.user(factory.institution(), email="known@example.ac.rw")
-    timings, pages = {}, {}
-    for email in ("known@example.ac.rw", "nobody@example.ac.rw"):
+    institution = factory.institution()
+    for number in range(4):
+        factory.user(institution, email=f"known{number}@example.ac.rw")
+
+    def timed_answer(email: str) -> tuple[float, str]:
         client = app.test_client()
+        data = {"email": email, "csrf_token": csrf_token(client, "/login/forgot")}
         started = time.perf_counter()
-        response = _forgot(client, email)
-        timings[email] = time.perf_counter() - started
+        response = client.post("/login/forgot", data=data)
+        elapsed = time.perf_counter() - started
         assert response.status_code == 200
-        pages[email] = _without_tokens(_text(response), email)
-    assert pages["known@example.ac.rw"] == pages["nobody@example.ac.rw"]
-    assert min(timings.values()) >= 0.5  # both wait for the same floor (core work takes far less)
-    assert abs(timings["known@example.ac.rw"] - timings["nobody@example.ac.rw"]) < 0.25
+        return elapsed, _without_tokens(_text(response), email)
+
+    timed_answer("known3@example.ac.rw")  # templates compiled, connections opened
+    timings, pages = {"known": [], "unknown": []}, set()
+    for number in range(3):  # alternated, so a burst of load on the machine hits both alike
+        for kind, email in (("known", f"known{number}@example.ac.rw"), ("unknown", f"nobody{number}@example.ac.rw")):
+            elapsed, page = timed_answer(email)
+            timings[kind].append(elapsed)
+            pages.add(page)
+    assert len(pages) == 1  # the same page, the address aside
+    assert min(timings["known"] + timings["unknown"]) >= 0.5  # both wait for the same floor
+    median = {kind: sorted(values)[1] for kind, values in timings.items()}
+    assert abs(median["known"] - median["unknown"]) < 0.25, timings
     deliver(app)
-    assert len(emails_to(smtp, "known@example.ac.rw")) == 1 and not emails_to(smtp, "nobody@example.ac.rw")
+    assert len(emails_to(smtp, "known0@example.ac.rw")) == 1 and not emails_to(smtp, "nobody0@example.ac.rw")
 
 
 def test_forgot_is_throttled_per_email_and_per_address(mail_app, factory, app, monkeypatch):
