@@ -94,6 +94,9 @@ class Settings(BaseSettings):
     PORTAL_LOGIN_ADDRESS_RATE_LIMIT: str = "30/minute"
     # Failed staff sign-ins per account (per email typed, known or not), from all addresses together.
     PORTAL_LOGIN_ACCOUNT_RATE_LIMIT: str = "10/minute;50/hour"
+    # Wrong two-factor codes (at sign-in, and when turning two-factor off) per account, and per client address.
+    PORTAL_TWO_FACTOR_RATE_LIMIT: str = "5/minute;20/hour"
+    PORTAL_TWO_FACTOR_ADDRESS_RATE_LIMIT: str = "30/minute"
     # Trial verifications on the public /try page per client address.
     PORTAL_TRY_RATE_LIMIT: str = "30/minute"
     # Session cookie: set SESSION_COOKIE_SECURE=true behind TLS.

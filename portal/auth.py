@@ -11,10 +11,12 @@ import hashlib
 from flask import current_app, redirect, request, url_for
 from flask_login import current_user, login_user, logout_user
 
+from core import two_factor
 from core.extensions import limiter
 from core.users import check_credentials
 from portal import bp
 from portal.forms import ActionForm, LoginForm, submitted
+from portal.pending_sign_in import start_pending_sign_in
 from portal.rendering import render_page
 from portal.security import audit, safe_next, staff_required
 
@@ -71,9 +73,19 @@ def login():
         audit("login.failed", form.email.data.strip().lower()[:100])
         form.form_errors.append("That email and password do not match an active account.")
         return render_page("auth/login.html", form=form, next_url=next_url, status=401)
+    if two_factor.needs_second_step(user):
+        enrol = not two_factor.is_enrolled(user)
+        start_pending_sign_in(user, next_url, enrol=enrol)
+        audit("login.two_factor_enrolment_due" if enrol else "login.two_factor_due", user.id, user=user)
+        return redirect(url_for("portal.two_factor_enrol_at_sign_in" if enrol else "portal.two_factor_sign_in"))
+    complete_sign_in(user)
+    return redirect(next_url or url_for("portal.dashboard"))
+
+
+def complete_sign_in(user) -> None:
+    """Sign `user` in (every factor checked) and audit it."""
     login_user(user)
     audit("login", user.id, user=user)
-    return redirect(next_url or url_for("portal.dashboard"))
 
 
 @bp.post("/logout")

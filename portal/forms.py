@@ -3,6 +3,7 @@ CSRF token twice (CSRFProtect for the whole app, then the form), and exempting a
 """
 from __future__ import annotations
 
+from flask_babel import lazy_gettext
 from flask_wtf import FlaskForm
 from wtforms import BooleanField, EmailField, PasswordField, SelectField, SelectMultipleField, StringField
 from wtforms.validators import DataRequired, Length, ValidationError
@@ -115,3 +116,17 @@ class DataErasureForm(FlaskForm):
     def validate_confirm(self, field):
         if (field.data or "").strip() != "ERASE":
             raise ValidationError("Type ERASE (in capitals) to confirm.")
+
+
+class TwoFactorCodeForm(FlaskForm):
+    code = StringField(lazy_gettext("Code"), filters=[_strip], validators=[
+        DataRequired(lazy_gettext("Type the code.")), Length(max=40)])
+
+
+class TwoFactorDisableForm(FlaskForm):
+    proof = PasswordField(lazy_gettext("Your password, or a code from your app or a recovery code"), validators=[
+        DataRequired(lazy_gettext("Type your password or a code.")), Length(max=200)])
+
+
+class AdminTwoFactorForm(FlaskForm):
+    required = BooleanField(lazy_gettext("Require two-factor sign-in for admins"))

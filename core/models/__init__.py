@@ -18,3 +18,5 @@ from core.models.checks import ApplicantCheck  # noqa: F401
 from core.models.counts import ApplicationCount, ApplicationDayCount  # noqa: F401
 # Messages to applicants
 from core.models.messages import Message  # noqa: F401
+# Two-factor sign-in of staff
+from core.models.two_factor import RecoveryCode, TwoFactorCredential  # noqa: F401
