@@ -192,12 +192,16 @@ def disable(user: User, password_or_code: str) -> bool:
     return True
 
 
-def reset(user: User) -> bool:
-    """Operators only (CLI): remove a user's two-factor set-up (lost phone and codes). False when there was none."""
+def reset(scope: InstitutionScope, email: str) -> tuple[User, bool]:
+    """Operators only (CLI): remove the two-factor set-up of the user with this email (phone and recovery codes
+    lost), so they sign in with their password and may enrol again; whether there was one."""
+    user = db.session.scalars(scope.select(User).where(User.email == email.strip().lower())).one_or_none()
+    if user is None:
+        raise NotFound("User not found")
     had = _credential(user) is not None
     _forget(user)
     db.session.commit()
-    return had
+    return user, had
 
 
 def set_admin_requirement(scope: InstitutionScope, required: bool) -> bool:

@@ -1,6 +1,7 @@
 """Two-factor sign-in (TOTP and recovery codes) through the portal's pages, with codes computed by pyotp."""
 from __future__ import annotations
 
+import json
 import re
 import time
 
@@ -323,3 +324,18 @@ def test_an_unknown_address_cannot_start_the_code_step(client):
     response = client.get("/login/two-factor")
     assert response.status_code == 302 and response.headers["Location"] == "/login"
     assert client.get("/login/two-factor/enrol").headers["Location"] == "/login"
+
+
+def test_an_operator_can_remove_a_lost_two_factor_set_up(app, staff):
+    enrol(staff)
+    sign_out(staff)
+    runner = app.test_cli_runner()
+    foreign = runner.invoke(args=["users", "reset-two-factor", "--institution", "ins_elsewhere", "--email",
+                                  staff.user.email])
+    assert foreign.exit_code == 1 and "User not found" in foreign.output
+    result = runner.invoke(args=["users", "reset-two-factor", "--institution", staff.institution.id, "--email",
+                                 staff.user.email.upper(), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == {"user_id": staff.user.id, "had_two_factor": True}
+    assert sign_in(staff.client, staff.user.email).headers["Location"] == "/dashboard"
+    assert ("two_factor.reset", staff.user.id, 200) in audit_rows(app, "two_factor.reset")
