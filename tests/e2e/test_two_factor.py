@@ -27,8 +27,10 @@ def test_enrol_sign_out_and_sign_in_with_a_code(page, factory):
 
     expect(page.get_by_role("heading", name="Your recovery codes")).to_be_visible()
     expect(page.locator("#recovery-codes li")).to_have_count(10)
+    screenshot(page, "two-factor-recovery-codes")
     follow_link(page, "I have saved them: continue")
     expect(page.locator("#two-factor")).to_contain_text("On")
+    screenshot(page, "two-factor-account")
 
     page.get_by_role("button", name="Sign out").click()
     page.wait_for_url("**/login")
