@@ -97,6 +97,9 @@ class Settings(BaseSettings):
     # "Forgot password" requests per client address, and per email typed (known or not), all counted.
     PORTAL_FORGOT_ADDRESS_RATE_LIMIT: str = "10/hour"
     PORTAL_FORGOT_EMAIL_RATE_LIMIT: str = "3/hour"
+    # Wrong two-factor codes (at sign-in, and when turning two-factor off) per account, and per client address.
+    PORTAL_TWO_FACTOR_RATE_LIMIT: str = "5/minute;20/hour"
+    PORTAL_TWO_FACTOR_ADDRESS_RATE_LIMIT: str = "30/minute"
     # Trial verifications on the public /try page per client address.
     PORTAL_TRY_RATE_LIMIT: str = "30/minute"
     # Session cookie: set SESSION_COOKIE_SECURE=true behind TLS.

@@ -27,6 +27,7 @@ from portal import (  # noqa: F401
     keys,
     messages,
     responses,
+    two_factor,
     users,
     verification,
     webhooks,

@@ -21,6 +21,7 @@ from flask_babel import get_locale
 from flask_babel import gettext as _
 from flask_login import current_user, login_user, logout_user
 
+from core import two_factor
 from core.account_links import (
     LinkNotValid, accept_invitation, open_invitation, open_reset, request_password_reset, reset_password,
 )
@@ -32,6 +33,7 @@ from core.staff_sessions import end_session, start_session
 from core.users import check_credentials, load_active_user, normalise_email, record_sign_in
 from portal import bp
 from portal.forms import ActionForm, ChooseAccountForm, ForgotPasswordForm, LoginForm, SetPasswordForm, submitted
+from portal.pending_sign_in import start_pending_sign_in
 from portal.rendering import render_page
 from portal.security import SESSION_RECORD_KEY, audit, safe_next, staff_required
 
@@ -98,7 +100,13 @@ def complete_sign_in(user: User) -> None:
 
 
 def _password_accepted(user: User, next_url: str | None):
-    """The password (and, with several accounts, the institution) is right: finish signing in."""
+    """The password (and, with several accounts, the institution) is right: ask for the second factor when the
+    account has one (or must enrol one first), else finish signing in."""
+    if two_factor.needs_second_step(user):
+        enrol = not two_factor.is_enrolled(user)
+        start_pending_sign_in(user, next_url, enrol=enrol)
+        audit("login.two_factor_enrolment_due" if enrol else "login.two_factor_due", user.id, user=user)
+        return redirect(url_for("portal.two_factor_enrol_at_sign_in" if enrol else "portal.two_factor_sign_in"))
     complete_sign_in(user)
     return redirect(next_url or url_for("portal.dashboard"))
 

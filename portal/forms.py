@@ -141,3 +141,17 @@ class DataErasureForm(FlaskForm):
     def validate_confirm(self, field):
         if (field.data or "").strip() != "ERASE":
             raise ValidationError("Type ERASE (in capitals) to confirm.")
+
+
+class TwoFactorCodeForm(FlaskForm):
+    code = StringField(_l("Code"), filters=[_strip], validators=[
+        DataRequired(_l("Type the code.")), Length(max=40)])
+
+
+class TwoFactorDisableForm(FlaskForm):
+    proof = PasswordField(_l("Your password, or a code from your app or a recovery code"), validators=[
+        DataRequired(_l("Type your password or a code.")), Length(max=200)])
+
+
+class AdminTwoFactorForm(FlaskForm):
+    required = BooleanField(_l("Require two-factor sign-in for admins"))

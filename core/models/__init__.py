@@ -20,3 +20,5 @@ from core.models.counts import ApplicationCount, ApplicationDayCount  # noqa: F4
 from core.models.messages import Message  # noqa: F401
 # Staff account lifecycle: invitations, password resets, server-side sessions
 from core.models.accounts import PasswordReset, StaffInvitation, StaffSession  # noqa: F401
+# Two-factor sign-in of staff
+from core.models.two_factor import RecoveryCode, TwoFactorCredential  # noqa: F401

@@ -5,6 +5,7 @@ from datetime import datetime
 from decimal import Decimal
 
 from sqlalchemy import Boolean, DateTime, ForeignKey, Numeric, String, UniqueConstraint
+from sqlalchemy import false as sa_false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from core.models.base import Base, new_id, utcnow
@@ -25,6 +26,8 @@ class Institution(Base):
     verification_currency: Mapped[str | None] = mapped_column(String(3), nullable=True)
     # Language of messages and public pages for applicants who did not choose one (en, fr, sw).
     default_language: Mapped[str] = mapped_column(String(8), default="en", server_default="en")
+    # Admins must sign in with a second factor (they enrol at their next sign-in or request).
+    require_admin_two_factor: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sa_false())
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     deleted_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
 
