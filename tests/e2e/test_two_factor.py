@@ -32,7 +32,7 @@ def test_enrol_sign_out_and_sign_in_with_a_code(page, factory):
     expect(page.locator("#two-factor")).to_contain_text("On")
     screenshot(page, "two-factor-account")
 
-    page.get_by_role("button", name="Sign out").click()
+    page.get_by_role("button", name="Sign out", exact=True).click()
     page.wait_for_url("**/login")
     page.get_by_label("Email").fill(user.email)
     page.get_by_label("Password").fill(PASSWORD)
