@@ -118,12 +118,14 @@ def _settings_page(*, secret: str | None = None, errors: dict | None = None, for
                    swap_deliveries: bool = False, swap_log_table: bool = False):
     """The whole page, or for htmx the settings region (plus, out of band, what else the action changed)."""
     endpoint = g.webhook_endpoint = get_endpoint(g.scope)
+    partial = is_partial_request()
     return render_page(
         "webhooks/index.html", "webhooks/partial/settings.html", endpoint=endpoint,
         form=form if form is not None else _form_values(endpoint), secret=secret, errors=errors or {},
         message=message, message_kind=message_kind, events=SUBSCRIBABLE_EVENT_TYPES,
-        event_descriptions=EVENT_DESCRIPTIONS, status=status, swap_deliveries=swap_deliveries,
-        swap_log_table=swap_log_table, disabled_by_failures=_disabled_by_failures(endpoint), **_log_context())
+        event_descriptions=EVENT_DESCRIPTIONS, status=status, swap_deliveries=swap_deliveries and partial,
+        swap_log_table=swap_log_table and partial, swap_example_types=bool(endpoint) and partial,
+        disabled_by_failures=_disabled_by_failures(endpoint), **_log_context())
 
 
 def _disabled_by_failures(endpoint) -> bool:
@@ -218,7 +220,10 @@ def webhooks_remove():
 @admin_required
 def webhooks_ping():
     submitted(ActionForm())
-    delivery = send_test_ping(g.scope)
+    try:
+        delivery = send_test_ping(g.scope)
+    except (InvalidInput, Conflict) as refused:
+        return _log_refusal(refused, "webhook.ping")
     audit("webhook.ping", delivery.id, status=202)
     return _log_response(_("Test ping queued (%(id)s).", id=delivery.id))
 
@@ -227,7 +232,10 @@ def webhooks_ping():
 @admin_required
 def webhooks_test_event():
     event_type = submitted(TestEventForm()).event_type.data or ""
-    delivery = send_example_event(g.scope, event_type)
+    try:
+        delivery = send_example_event(g.scope, event_type)
+    except (InvalidInput, Conflict) as refused:
+        return _log_refusal(refused, "webhook.test_event")
     audit("webhook.test_event", f"{event_type} {delivery.id}", status=202)
     return _log_response(_("Example %(type)s event queued (%(id)s), marked as a test.", type=event_type,
                            id=delivery.id))
@@ -238,11 +246,14 @@ def webhooks_test_event():
 def webhooks_recover():
     raw = submitted(RecoverForm()).since.data or ""
     try:
-        since = parse_utc(raw)
-    except ValueError:
-        raise InvalidInput(_("Recover failed deliveries since: enter a date and time, e.g. 2026-11-20T08:00."),
-                           field="since") from None
-    count = recover_since(g.scope, since)
+        try:
+            since = parse_utc(raw)
+        except ValueError:
+            raise InvalidInput(_("Recover failed deliveries since: enter a date and time, e.g. 2026-11-20T08:00."),
+                               field="since") from None
+        count = recover_since(g.scope, since)
+    except (InvalidInput, Conflict) as refused:
+        return _log_refusal(refused, "webhook.recover")
     audit("webhook.recover", raw, status=202)
     return _log_response(ngettext("%(num)d delivery queued again.", "%(num)d deliveries queued again.", count))
 
@@ -251,18 +262,30 @@ def webhooks_recover():
 @admin_required
 def webhooks_redeliver(delivery_id: str):
     submitted(ActionForm())
-    delivery = redeliver(g.scope, delivery_id)
+    try:
+        delivery = redeliver(g.scope, delivery_id)
+    except (InvalidInput, Conflict) as refused:
+        return _log_refusal(refused, "webhook.redeliver")
     audit("webhook.redeliver", delivery.id, status=202)
     return _log_response(_("Delivery %(id)s queued again.", id=delivery.id))
 
 
-def _log_response(message: str):
+def _log_response(message: str, *, kind: str = "ok", status: int = 200):
     """For htmx: the log table, with the message swapped into the log's status line."""
     if is_partial_request():
-        return render_page("webhooks/partial/log_table.html", message=message, swap_message=True,
-                           **_log_context())
-    flash(message, "ok")
+        return render_page("webhooks/partial/log_table.html", message=message, message_kind=kind,
+                           swap_message=True, status=status, **_log_context())
+    flash(message, kind)
     return redirect(url_for("portal.webhooks"))
+
+
+def _log_refusal(refused: KaribuError, action: str):
+    """A refused log action (endpoint disabled, bad time, type not subscribed): for htmx the table stays and
+    the reason goes to the log's status line; otherwise the error page."""
+    if not is_partial_request():
+        raise refused
+    audit(action, status=refused.status)
+    return _log_response(refused.message, kind="bad", status=refused.status)
 
 
 @bp.get("/webhooks/deliveries")

@@ -191,9 +191,10 @@ def remove_endpoint(scope: InstitutionScope) -> str:
         raise Conflict("A delivery is being sent right now; try again in a minute")
     db.session.execute(delete(WebhookAttempt).where(WebhookAttempt.delivery_id.in_(deliveries)))
     db.session.execute(delete(WebhookDelivery).where(WebhookDelivery.endpoint_id == endpoint.id))
+    endpoint_id = endpoint.id
     db.session.delete(endpoint)
     db.session.commit()
-    return endpoint.id
+    return endpoint_id
 
 
 def disable_endpoint_after_failures(endpoint_id: str, now) -> bool:

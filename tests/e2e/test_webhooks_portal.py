@@ -39,6 +39,7 @@ def test_the_first_save_shows_the_deliveries_panel_without_a_reload(page, factor
     page.evaluate("window.loadedOnce = true")
     _save(page, delivering.url(RECEIVER_HOST))
     expect(page.locator("#signing-secret")).to_have_text(re.compile(r"^whsec_"))
+    expect(page.get_by_role("heading", name="Your signing secret: copy it now")).to_be_focused()
     expect(page.get_by_role("heading", name="Deliveries")).to_be_visible()
     page.get_by_role("button", name="Send test ping").click()
     expect(page.locator("#log-table tbody tr").first).to_contain_text("webhook.test")
@@ -99,6 +100,7 @@ def test_disable_and_remove_ask_first(page, factory, delivering):
     page.once("dialog", lambda dialog: dialog.accept())
     page.get_by_role("button", name="Disable the endpoint").click()
     expect(page.locator("#disabled-banner")).to_contain_text("An admin disabled it")
+    expect(page.get_by_role("status").filter(has_text="The endpoint is disabled")).to_be_focused()
     page.get_by_role("button", name="Re-enable the endpoint").click()
     expect(page.locator("#disabled-banner")).to_have_count(0)
 

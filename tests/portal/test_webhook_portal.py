@@ -121,6 +121,13 @@ def test_http_failures_are_explained_with_their_status(admin, delivering, app, b
     assert f'<span class="mono">{cell_status}</span>' in _last_response_cell(table)
 
 
+def test_a_receiver_that_does_not_answer_in_time_is_explained(admin, delivering, app):
+    delivering.behaviour.delay_seconds = 11
+    detail, table = _failing_delivery(admin, app, delivering.url(RECEIVER_HOST))
+    assert "The receiver did not answer within 10 seconds" in detail
+    assert _last_response_cell(table).startswith("—") and "timed out" in _last_response_cell(table)
+
+
 def test_refused_connections_dns_failures_and_blocked_addresses_are_explained(admin, app, resolver,  # noqa: F811
                                                                               redis_client, monkeypatch):
     monkeypatch.setitem(app.config, "WEBHOOK_ALLOW_PRIVATE_TARGETS", True)
@@ -162,7 +169,9 @@ def test_disable_stops_deliveries_and_is_audited(admin, delivering, app):
     assert "endpoint disabled" in html
     run_worker(app)
     assert delivering.requests == [], "nothing is sent while disabled"
-    assert admin.post("/webhooks/ping", htmx=True).status_code == 409
+    refused = admin.post("/webhooks/ping", htmx=True)
+    assert refused.status_code == 409 and "re-enable it first" in _text(refused)
+    assert re.search(r'<div id="log-table"', _text(refused)), "the table stays in place"
     assert admin.post("/webhooks/disable", htmx=True).status_code == 409
     enabled = admin.post("/webhooks/enable", htmx=True)
     assert "Disable the endpoint" in _text(enabled)
@@ -222,6 +231,14 @@ def test_an_example_of_each_subscribed_type_is_sent_marked_as_a_test(admin, deli
 
     refused = admin.post("/webhooks/test-event", {"event_type": "decision.responded"}, htmx=True)
     assert refused.status_code == 400, "only subscribed types"
+    assert re.search(r'<div id="log-table"', _text(refused)), "the table stays in place"
+    assert re.search(r'id="log-message" hx-swap-oob="innerHTML"><div class="alert alert-bad"><p>Choose an event type '
+                     r'the endpoint is subscribed to', _text(refused))
+
+    changed = _text(_save(admin, delivering.url(RECEIVER_HOST), events=("decision.responded",)))
+    options = re.search(r'<select id="test-event-type"[^>]*hx-swap-oob="true"[^>]*>(.*?)</select>', changed, re.S)
+    assert re.findall(r'value="([a-z._]+)"', options.group(1)) == ["webhook.test", "decision.responded"], \
+        "a save brings the example list up to date"
 
     _, raw_key = factory.api_key(admin.institution)
     feed = client.get("/api/v1/events", headers=auth_header(raw_key)).get_json()
