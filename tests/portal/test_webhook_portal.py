@@ -254,6 +254,9 @@ def test_the_refresh_swaps_only_the_table_and_announces_a_summary(admin, deliver
     assert 'aria-live' not in table, "the table is not a live region"
     assert re.search(r'<p id="log-announcer"[^>]*role="status"', page)
 
+    full_log = _text(admin.get("/webhooks/deliveries"))
+    assert 'id="recover-since"' in full_log and 'id="log-table"' in full_log and "webhook.test" in full_log
+
     refreshed = _text(admin.get("/webhooks/deliveries/table", htmx=True))
     assert 'id="recover-since"' not in refreshed and "<form method=\"get\"" not in refreshed, "never a form field"
     assert 'data-summary="1 delivery shown: 1 pending."' in refreshed
