@@ -117,7 +117,7 @@ def fetch_event_page(scope: InstitutionScope, query: EventQuery, cursor_token: s
     Unlike the list, the page always carries a cursor once the poller has a position: after the last event
     of the page, or the one it came with (`cursor_token`) when nothing new has arrived.
     """
-    statement = scope.select(Event)
+    statement = scope.select(Event).where(Event.is_test.is_not(True))  # example sends are not events
     if db.session.get_bind().dialect.name == "postgresql":
         statement = statement.where(Event.xact_id < _OLDEST_RUNNING_TRANSACTION)
     if query.types:

@@ -13,14 +13,20 @@ from core.webhooks.outbox import add_delivery_for
 
 
 def envelope(event: Event) -> dict:
-    """The spec's webhook envelope: the body of a delivery and an item of the events feed."""
-    return {
+    """The spec's webhook envelope: the body of a delivery and an item of the events feed.
+
+    An example event sent from the webhook settings also carries `"test": true` (real events never do).
+    """
+    body = {
         "event_id": event.id,
         "type": event.type,
         "occurred_at": isoformat_z(event.occurred_at),
         "institution_id": event.institution_id,
         "data": event.payload,
     }
+    if event.is_test:
+        body["test"] = True
+    return body
 
 
 def _record(institution_id: str, event_type: str, data: dict, subject_id: str | None = None) -> Event:

@@ -98,6 +98,10 @@ class RecoverForm(FlaskForm):
     since = StringField(filters=[_strip])
 
 
+class TestEventForm(FlaskForm):
+    event_type = StringField(filters=[_strip])  # checked by core.webhooks.examples.send_example_event
+
+
 class VerificationForm(FlaskForm):
     """The issuer's own fields are added per issuer by `verification_form`."""
     issuer = StringField(filters=[_strip])

@@ -41,6 +41,16 @@ def _prefill(issuer: dict, args) -> dict[str, str]:
     return {field["name"]: (args.get(field["name"]) or "").strip() for field in issuer["fields"]}
 
 
+def _chosen_demo(issuer: dict, args) -> str | None:
+    """The demo candidate picked by `demo=N`, as its button reads (level or examination, and number)."""
+    demo = args.get("demo", "")
+    if not (demo.isdigit() and int(demo) < len(issuer["demo_requests"])):
+        return None
+    chosen = issuer["demo_requests"][int(demo)]
+    return (f"{chosen.get('level') or chosen.get('examination')} "
+            f"{chosen.get('exam_number') or chosen.get('index_number')}")
+
+
 def _posted(issuers: dict[str, dict]) -> tuple[dict, VerificationForm]:
     """The chosen issuer and the posted form with that issuer's fields."""
     issuer = _chosen_issuer(issuers, VerificationForm().issuer.data)
@@ -92,7 +102,7 @@ def try_page():
     return render_page("verification/try.html", "verification/partial/try_fields.html", issuers=issuers,
                        issuer=issuer, values=_prefill(issuer, request.args), errors={}, outcome=None,
                        trial_key=current_app.config["TRIAL_API_KEY"], form_action=url_for("portal.try_verify"),
-                       show_demos=True)
+                       show_demos=True, demo_chosen=_chosen_demo(issuer, request.args))
 
 
 @bp.post("/try")

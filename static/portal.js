@@ -98,6 +98,81 @@
   document.addEventListener("DOMContentLoaded", refreshAllSelections);
   document.addEventListener("htmx:afterSettle", refreshAllSelections);
 
+  /* Focus after an htmx swap (and after a full page load that answered a form):
+     - the first field marked aria-invalid="true" (a failed save), else
+     - an element marked data-focus-after-swap: itself when the attribute is empty (a result heading with
+       tabindex="-1"), else the element its value selects (e.g. the submit button after a form was filled).
+     Elements marked data-announce="<id>" put their data-announce-text (or their text) in that status region. */
+  function settleFocus(root) {
+    if (!root || !root.querySelector) { return; }
+    root.querySelectorAll("[data-announce]").forEach(function (source) {
+      var region = document.getElementById(source.getAttribute("data-announce"));
+      if (region) { region.textContent = source.getAttribute("data-announce-text") || source.textContent.trim(); }
+    });
+    var invalid = root.querySelector('[aria-invalid="true"]');
+    if (invalid) {
+      invalid.focus();
+      return;
+    }
+    var marked = root.querySelector("[data-focus-after-swap]");
+    if (!marked) { return; }
+    var selector = marked.getAttribute("data-focus-after-swap");
+    var target = selector ? document.querySelector(selector) : marked;
+    if (target) { target.focus(); }
+  }
+
+  document.addEventListener("htmx:afterSettle", function (event) {
+    settleFocus(event.detail.target);
+  });
+
+  document.addEventListener("DOMContentLoaded", function () {
+    if (document.querySelector('main [aria-invalid="true"], main [data-focus-after-swap=""]')) {
+      settleFocus(document.querySelector("main"));
+    }
+  });
+
+  /* Self-refreshing regions (data-pause-while-editing, e.g. the webhook log table): the refresh waits while a
+     form field of the page, or anything inside the region, has focus, so nothing typed or focused is lost.
+     The refresh asks for as many rows as are shown (older pages loaded included). A one-line summary
+     (data-summary) is announced in the status region that names the region (data-announcer) when it changes,
+     instead of making the whole table a live region. */
+  function isEditing(region) {
+    var active = document.activeElement;
+    if (!active || active === document.body) { return false; }
+    return active.matches("input, select, textarea, [contenteditable]") || region.contains(active);
+  }
+
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var region = event.detail.elt;
+    if (region.hasAttribute("data-pause-while-editing") && isEditing(region)) {
+      event.preventDefault();
+    }
+  });
+
+  document.addEventListener("htmx:configRequest", function (event) {
+    var region = event.detail.elt;
+    if (region.hasAttribute && region.hasAttribute("data-pause-while-editing")) {
+      event.detail.parameters.rows = region.querySelectorAll("tbody tr:not(.load-more)").length;
+    }
+  });
+
+  function announceSummaries(initial) {
+    document.querySelectorAll("[data-announcer]").forEach(function (announcer) {
+      var region = document.getElementById(announcer.getAttribute("data-announcer"));
+      if (!region) { return; }
+      var summary = region.getAttribute("data-summary") || "";
+      if (initial) {
+        announcer.setAttribute("data-last", summary);
+      } else if (summary !== announcer.getAttribute("data-last")) {
+        announcer.setAttribute("data-last", summary);
+        announcer.textContent = summary;
+      }
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () { announceSummaries(true); });
+  document.addEventListener("htmx:afterSettle", function () { announceSummaries(false); });
+
   /* Request failures that the page has no place for are announced in a live region. */
   function toast(message) {
     var region = document.getElementById("toasts");

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, BigInteger, DateTime, FetchedValue, ForeignKey, Index, String
+from sqlalchemy import JSON, BigInteger, Boolean, DateTime, FetchedValue, ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from core.models.base import Base, new_id, utcnow
@@ -32,3 +32,5 @@ class Event(Base):
     # Feed order, assigned by the database (never sent by the application).
     seq: Mapped[int] = mapped_column(BigInteger, server_default=FetchedValue())
     xact_id: Mapped[int] = mapped_column(BigInteger, server_default=FetchedValue())
+    # True for an example event sent from the webhook settings (`test: true` in its envelope); never in the feed.
+    is_test: Mapped[bool | None] = mapped_column(Boolean, nullable=True)

@@ -74,3 +74,6 @@ class WebhookAttempt(Base):
     error_class: Mapped[str | None] = mapped_column(String(32), nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     response_excerpt: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # As sent (the signature included; the signing secret is never a header) and as received, in order.
+    request_headers: Mapped[list | None] = mapped_column(JSON, nullable=True)
+    response_headers: Mapped[list | None] = mapped_column(JSON, nullable=True)

@@ -242,6 +242,7 @@ def _record(sent: list[tuple[PreparedAttempt, datetime, AttemptOutcome]], token:
         "id": new_id("wha"), "delivery_id": attempt.delivery_id, "number": attempt.number, "url": attempt.shown_url,
         "attempted_at": attempted_at, "duration_ms": outcome.duration_ms, "response_code": outcome.status_code,
         "error_class": outcome.error_class, "error": outcome.error, "response_excerpt": outcome.body_excerpt,
+        "request_headers": outcome.request_headers, "response_headers": outcome.response_headers,
     } for attempt, attempted_at, outcome in sent])
 
     statuses: dict[str, str] = {}

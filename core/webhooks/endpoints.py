@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from sqlalchemy import update
+from sqlalchemy import delete, select, update
 
-from core.errors import InvalidInput, NotFound
+from core.errors import Conflict, InvalidInput, NotFound, problem
 from core.extensions import db
-from core.models.webhooks import SENDABLE_STATUSES, WebhookDelivery, WebhookEndpoint
+from core.models.webhooks import SENDABLE_STATUSES, WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from core.scoping import InstitutionScope
 from core.webhooks.runtime import runtime, transport_settings
 from core.webhooks.signing import generate_secret
@@ -63,7 +63,8 @@ def validate_url(url) -> str:
         check_url(url.strip(), allow_private=settings.allow_private, allow_http=settings.allow_http,
                   resolver=runtime.resolver)
     except UnsafeURL as refused:
-        raise InvalidInput(f"url is not allowed: {refused.reason}", field="url") from None
+        message = f"url is not allowed: {refused.reason}"
+        raise InvalidInput(message, errors=[problem("body", "url", message, reason=refused.reason)]) from None
     return url.strip()
 
 
@@ -157,6 +158,43 @@ def enable_endpoint(scope: InstitutionScope) -> WebhookEndpoint:
     endpoint.disabled_at = None
     db.session.commit()
     return endpoint
+
+
+def disable_endpoint(scope: InstitutionScope) -> WebhookEndpoint:
+    """Stop deliveries by hand: as after 20 failures in a row, unsent deliveries become `endpoint_disabled`
+    (recover sends them after re-enabling) and new events are recorded without being sent."""
+    endpoint = require_endpoint(scope)
+    if not endpoint.enabled:
+        raise Conflict("The webhook endpoint is already disabled")
+    disable_endpoint_after_failures(endpoint.id, runtime.clock.now())
+    db.session.commit()
+    db.session.refresh(endpoint)
+    return endpoint
+
+
+def remove_endpoint(scope: InstitutionScope) -> str:
+    """Delete the endpoint with its whole delivery log (attempts included); returns its id.
+
+    Nothing more is sent: deliveries not yet sent go with the log. The events themselves stay, in the events
+    feed (`GET /api/v1/events`). A delivery being attempted right now holds its lease; removal waits for
+    it (409), so a worker never records an attempt of a deleted delivery.
+    """
+    endpoint = require_endpoint(scope)
+    now = runtime.clock.now()
+    deliveries = select(WebhookDelivery.id).where(WebhookDelivery.endpoint_id == endpoint.id)
+    # Locked first, so no worker can lease one between this check and the delete (claims skip locked rows).
+    leases = db.session.scalars(
+        select(WebhookDelivery.lease_expires_at).where(WebhookDelivery.endpoint_id == endpoint.id).with_for_update()
+    )
+    if any(lease is not None and lease > now for lease in leases):
+        db.session.rollback()
+        raise Conflict("A delivery is being sent right now; try again in a minute")
+    db.session.execute(delete(WebhookAttempt).where(WebhookAttempt.delivery_id.in_(deliveries)))
+    db.session.execute(delete(WebhookDelivery).where(WebhookDelivery.endpoint_id == endpoint.id))
+    endpoint_id = endpoint.id
+    db.session.delete(endpoint)
+    db.session.commit()
+    return endpoint_id
 
 
 def disable_endpoint_after_failures(endpoint_id: str, now) -> bool:

@@ -10,8 +10,10 @@ from sqlalchemy import select
 from core.errors import Conflict, InvalidInput
 from core.events import emit_webhook_test
 from core.extensions import db
+from core.models import Event
 from core.models.webhooks import DELIVERY_STATUSES, WebhookAttempt, WebhookDelivery
 from core.scoping import InstitutionScope
+from core.webhooks.delivery import event_body
 from core.webhooks.endpoints import require_endpoint
 from core.webhooks.outbox import drain_after_commit
 from core.webhooks.runtime import runtime
@@ -63,7 +65,22 @@ def get_delivery_with_attempts(scope: InstitutionScope, delivery_id: str
     return delivery, attempts
 
 
-def _require_enabled_endpoint(scope: InstitutionScope):
+@dataclass(frozen=True)
+class DeliveryDetail:
+    delivery: WebhookDelivery
+    attempts: list[WebhookAttempt]
+    body: str  # the request body every attempt sent (the envelope of the stored event, byte for byte)
+    is_test: bool  # an example event sent from the settings
+
+
+def get_delivery_detail(scope: InstitutionScope, delivery_id: str) -> DeliveryDetail:
+    """A delivery, its attempts and the body they sent. NotFound for a foreign id."""
+    delivery, attempts = get_delivery_with_attempts(scope, delivery_id)
+    event = db.session.get(Event, delivery.event_id)
+    return DeliveryDetail(delivery, attempts, event_body(event).decode("utf-8"), bool(event.is_test))
+
+
+def require_enabled_endpoint(scope: InstitutionScope):
     endpoint = require_endpoint(scope)
     if not endpoint.enabled:
         raise Conflict("The webhook endpoint is disabled; re-enable it first")
@@ -72,7 +89,7 @@ def _require_enabled_endpoint(scope: InstitutionScope):
 
 def redeliver(scope: InstitutionScope, delivery_id: str) -> WebhookDelivery:
     """Queue one more attempt of a delivery now, whatever its status (a delivered one is sent again)."""
-    _require_enabled_endpoint(scope)
+    require_enabled_endpoint(scope)
     delivery = scope.require(WebhookDelivery, delivery_id, what="Delivery")
     if delivery.lease_expires_at is not None and delivery.lease_expires_at > runtime.clock.now():
         raise Conflict("The delivery is being attempted right now")
@@ -86,7 +103,7 @@ def recover_since(scope: InstitutionScope, since: datetime) -> int:
     endpoint was disabled. Returns how many were queued."""
     if not isinstance(since, datetime):
         raise InvalidInput("since must be a date and time", field="since")
-    _require_enabled_endpoint(scope)
+    require_enabled_endpoint(scope)
     deliveries = list(db.session.scalars(
         scope.select(WebhookDelivery)
         .where(WebhookDelivery.status.in_(RECOVERABLE_STATUSES), WebhookDelivery.created_at >= since)
@@ -108,7 +125,7 @@ def _make_due(delivery: WebhookDelivery) -> None:
 
 def send_test_ping(scope: InstitutionScope) -> WebhookDelivery:
     """Queue a `webhook.test` event to the configured URL (always delivered, whatever the subscription)."""
-    _require_enabled_endpoint(scope)
+    require_enabled_endpoint(scope)
     event = emit_webhook_test(scope)
     db.session.commit()
     return db.session.scalars(select(WebhookDelivery).where(WebhookDelivery.event_id == event.id)).one()

@@ -28,6 +28,9 @@ DEADLINE_SECONDS = 10.0
 BODY_EXCERPT_BYTES = 1024
 # Response bodies are read (and the connection kept alive) up to this size; past it the connection is dropped.
 MAX_BODY_READ = 64 * 1024
+# The response headers an attempt records, at most.
+MAX_RESPONSE_HEADERS = 50
+MAX_RESPONSE_HEADER_BYTES = 8 * 1024
 
 _current = threading.local()
 
@@ -174,6 +177,9 @@ class AttemptOutcome:
     error: str | None
     body_excerpt: str | None
     duration_ms: int
+    # What the attempt shows staff: the headers sent (as a list of pairs) and those received, when any.
+    request_headers: list[list[str]] | None = None
+    response_headers: list[list[str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -198,9 +204,12 @@ class Transport:
     def post(self, url: str, headers: dict[str, str], body: bytes) -> AttemptOutcome:
         started = time.monotonic()
 
+        request_headers = response_headers = None
+
         def outcome(delivered=False, status=None, error_class=None, error=None, excerpt=None):
             elapsed = int((time.monotonic() - started) * 1000)
-            return AttemptOutcome(delivered, status, error_class, error, excerpt, elapsed)
+            return AttemptOutcome(delivered, status, error_class, error, excerpt, elapsed,
+                                  request_headers=request_headers, response_headers=response_headers)
 
         try:
             target = check_url(
@@ -214,6 +223,7 @@ class Transport:
 
         prepared = self._session.prepare_request(requests.Request("POST", url, headers=headers, data=body))
         prepared.pinned_address = target.pinned_address
+        request_headers = [[name, value] for name, value in prepared.headers.items()]
         deadline = self.settings.deadline_seconds
         verify: bool | str = self.settings.ca_bundle or True
         with _Watchdog(deadline) as watchdog:
@@ -230,6 +240,7 @@ class Transport:
                     return outcome(error_class="timeout", error=f"no answer within {deadline:g} s")
                 return outcome(error_class="connection", error=_short(exc))
             status = response.status_code
+            response_headers = _header_pairs(response)
             excerpt = _read_excerpt(response)
         if 200 <= status < 300:
             return outcome(delivered=True, status=status, excerpt=excerpt)
@@ -238,6 +249,17 @@ class Transport:
             return outcome(status=status, error_class="redirect",
                            error=f"redirects are not followed (Location: {location[:200]})", excerpt=excerpt)
         return outcome(status=status, error_class="http_status", error=f"HTTP {status}", excerpt=excerpt)
+
+
+def _header_pairs(response: requests.Response) -> list[list[str]]:
+    """The response's headers as received (order and repeats kept), capped so a receiver cannot fill the log."""
+    pairs, size = [], 0
+    for name, value in response.raw.headers.items():
+        size += len(name) + len(value)
+        if len(pairs) >= MAX_RESPONSE_HEADERS or size > MAX_RESPONSE_HEADER_BYTES:
+            break
+        pairs.append([name, value])
+    return pairs
 
 
 def _read_excerpt(response: requests.Response) -> str:

@@ -48,7 +48,8 @@ def test_unsafe_urls_are_refused_with_the_reason(admin, resolver):  # noqa: F811
     for url, reason in (("http://hooks.example.test/x", "https"), ("https://127.0.0.1/x", "")):
         response = _save(admin, url)
         assert response.status_code == 422
-        assert "url is not allowed" in _text(response) and reason in _text(response)
+        assert "This endpoint URL is not allowed" in _text(response) and reason in _text(response)
+        assert "url is not allowed" not in _text(response), "the label, never the field name"
     assert "No deliveries" not in _text(admin.get("/webhooks")), "no endpoint was created"
 
 

@@ -31,6 +31,7 @@ class Behaviour:
     delay_seconds: float = 0.0
     location: str | None = None
     dribble_seconds: float = 0.0  # send the status line only after this long, one byte at a time
+    headers: dict[str, str] = field(default_factory=dict)  # extra response headers
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -64,6 +65,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_response(behaviour.status)
             if behaviour.location:
                 self.send_header("Location", behaviour.location)
+            for name, value in behaviour.headers.items():
+                self.send_header(name, value)
             self.send_header("Content-Length", str(len(behaviour.body)))
             self.end_headers()
             self.wfile.write(behaviour.body)
