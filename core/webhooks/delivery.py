@@ -35,9 +35,10 @@ from core.webhooks.schedule import DISABLE_AFTER_CONSECUTIVE_FAILURES, next_atte
 from core.webhooks.signing import delivery_headers
 from core.webhooks.transport import DEADLINE_SECONDS, AttemptOutcome
 
-# At most this many deliveries are leased by one claim (one per free sender slot).
+# What `claim_due` leases at most by default. A drain holds up to two per sender slot (one being sent, one
+# queued behind it) and leases only what it can start.
 CLAIM_BATCH = SENDER_THREADS
-# The lease outlasts every attempt a drain can have claimed ahead of sending it.
+# The lease outlasts a claimed attempt's wait behind 10 s attempts plus its own 10 s, many times over.
 LEASE = timedelta(seconds=DEADLINE_SECONDS * (CLAIM_BATCH + 4))
 # A drain stops claiming after this long (it still finishes what it sent), so one job never runs for ever.
 DRAIN_TIME_BUDGET = 20.0
@@ -148,7 +149,8 @@ class _Targets:
         self._known: dict[tuple, _EndpointTarget] = {}
 
     def of(self, endpoint) -> _EndpointTarget:
-        key = (endpoint.id, endpoint.url, endpoint.url_query_ciphertext, endpoint.secret_ciphertext)
+        """`endpoint`: a row with the endpoint's `endpoint_id`, `url` and ciphertexts."""
+        key = (endpoint.endpoint_id, endpoint.url, endpoint.url_query_ciphertext, endpoint.secret_ciphertext)
         found = self._known.get(key)
         if found is None:
             found = self._known[key] = _EndpointTarget(target_url(endpoint), signing_secret(endpoint))
@@ -226,7 +228,7 @@ def _masked(outcome: AttemptOutcome, attempt: PreparedAttempt) -> AttemptOutcome
 
 
 class _Pipeline:
-    """One drain: keeps every sender slot busy with the oldest due delivery until the budget is spent.
+    """One drain: keeps every sender slot busy with the oldest due deliveries until the budget is spent.
 
     An endpoint's attempts run concurrently only while they cannot take it past the disable threshold even
     if all of them fail (known failures + attempts in flight); beyond that they wait, are checked again
@@ -234,7 +236,9 @@ class _Pipeline:
     """
 
     def __init__(self, slots: int, on_backlog: Callable[[], None] | None):
-        self.slots = slots
+        # Attempts handed to the sender threads: one per slot, and as many queued behind them, so a slot that
+        # finishes starts the next attempt at once, without waiting for this thread's next database turn.
+        self.capacity = 2 * slots
         self.on_backlog = on_backlog
         self.transport = runtime.transport()
         self.senders = runtime.senders()
@@ -256,7 +260,7 @@ class _Pipeline:
         done: list = []
         while True:
             claiming = time.monotonic() - started < time_budget
-            free = self.slots - self.busy - len(self.waiting) if claiming else 0
+            free = self.capacity - self.busy - len(self.waiting) if claiming else 0
             if nothing_due_since is not None and time.monotonic() - nothing_due_since < POLL_SECONDS:
                 free = 0  # nothing was due a moment ago: look again only after a short pause
             checked, claimed, leased = self._turn(done, free)
