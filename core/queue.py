@@ -50,16 +50,20 @@ class DrainSignal:
         enqueue(self.queue_name, self.job, result_ttl=0, failure_ttl=86400, job_timeout=self.job_timeout)
         return True
 
+    def signal_quietly(self) -> None:
+        """`signal()`, with a Redis failure recorded instead of raised (the sweep wakes a worker later)."""
+        try:
+            self.signal()
+        except Exception as error:
+            record_redis_fault("queue", error)
+
     def started(self) -> None:
         """Called by a starting drain: commits from now on must queue another one."""
         redis_connection().delete(self.queued_key)
 
     def _on_commit(self, session: Session) -> None:
         if session.info.pop(self._session_flag, False):
-            try:
-                self.signal()
-            except Exception as error:  # Redis unavailable: the change is committed; the sweep wakes a worker
-                record_redis_fault("queue", error)
+            self.signal_quietly()
 
     def _on_rollback(self, session: Session) -> None:
         session.info.pop(self._session_flag, None)

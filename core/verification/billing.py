@@ -11,11 +11,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 
-from sqlalchemy import func
+from sqlalchemy import func, insert, literal, select
 
 from core.errors import InvalidInput
 from core.extensions import db
-from core.models import utcnow
+from core.models import Institution, new_id, utcnow
 from core.models.verification import VerificationCharge
 from core.scoping import InstitutionScope
 from core.timefmt import isoformat_z
@@ -46,15 +46,33 @@ def identifiers_hash(key: bytes, issuer: str, identifiers: dict[str, str]) -> st
 
 
 def add_charge(*, scope: InstitutionScope, api_key_id: str | None, actor: str, issuer: str, level: str,
-               outcome: str, price: Price, identifiers_digest: str) -> VerificationCharge:
-    """Add the ledger row to the current session; the caller commits it with the stored answer."""
+               outcome: str, default_price: Decimal, default_currency: str, identifiers_digest: str) -> Price:
+    """Write the ledger row at the institution's agreement price (the default where it has none) and return
+    that price; the caller commits it with the stored answer.
+
+    One statement (`INSERT … SELECT` from the institution, `RETURNING` the price) rather than reading the
+    agreement and then writing the row: a live lookup pays one database round trip for billing, not two.
+    """
     now = utcnow()
-    charge = VerificationCharge(
-        institution_id=scope.institution_id, api_key_id=api_key_id, actor=actor[:100], issuer=issuer, level=level,
-        outcome=outcome, amount=price.amount, currency=price.currency, identifiers_hash=identifiers_digest,
-        period=now.strftime("%Y-%m"), created_at=now)
-    db.session.add(charge)
-    return charge
+    institutions, charges = Institution.__table__, VerificationCharge.__table__
+    price_type = charges.c.amount.type
+    row = {
+        "id": literal(new_id("vch")), "institution_id": institutions.c.id, "api_key_id": literal(api_key_id),
+        "actor": literal(actor[:100]), "issuer": literal(issuer), "level": literal(level),
+        "outcome": literal(outcome),
+        "amount": func.round(func.coalesce(institutions.c.verification_price,
+                                           literal(default_price, price_type)), 2),
+        "currency": func.coalesce(func.nullif(institutions.c.verification_currency, ""),
+                                  literal(default_currency)),
+        "identifiers_hash": literal(identifiers_digest), "period": literal(now.strftime("%Y-%m")),
+        "created_at": literal(now, charges.c.created_at.type),
+    }
+    amount, currency = db.session.execute(
+        insert(charges)
+        .from_select(list(row), select(*row.values()).where(institutions.c.id == scope.institution_id))
+        .returning(charges.c.amount, charges.c.currency)
+    ).one()
+    return Price(amount=Decimal(amount).quantize(Decimal("0.01")), currency=currency)
 
 
 def usage_by_month(scope: InstitutionScope) -> list[dict]:

@@ -128,11 +128,11 @@ def _live_answer(principal, registry: Registry, identifiers: dict[str, str], set
             charged=False, amount=Decimal(0), currency=_currency_of(principal, settings))) from None
     REGISTRY_LATENCY.labels(registry.code).observe(time.perf_counter() - started)
     VERIFICATION_LOOKUPS.labels(registry.code, "live", answer.outcome).inc()
-    scope = InstitutionScope(principal.institution_id)
-    price = agreement_price(scope, settings.default_price, settings.default_currency)
-    add_charge(scope=scope, api_key_id=principal.key_id, actor=principal.actor,
-               issuer=registry.code, level=identifiers[registry.level_field], outcome=answer.outcome,
-               price=price, identifiers_digest=identifiers_hash(settings.hash_key, registry.code, identifiers))
+    price = add_charge(scope=InstitutionScope(principal.institution_id), api_key_id=principal.key_id,
+                       actor=principal.actor, issuer=registry.code, level=identifiers[registry.level_field],
+                       outcome=answer.outcome, default_price=settings.default_price,
+                       default_currency=settings.default_currency,
+                       identifiers_digest=identifiers_hash(settings.hash_key, registry.code, identifiers))
     billing = _billing(charged=True, amount=price.amount, currency=price.currency)
     if answer.outcome == OUTCOME_NOT_FOUND:
         return 404, _not_found_body(registry, billing)

@@ -3,14 +3,21 @@
 The claim is a conditional UPDATE (a lease): only one worker can own a due delivery at a time, and a
 killed worker's lease lapses so the sweep can hand the delivery to another. Failures move the delivery
 along the retry schedule and count towards the endpoint's consecutive failures.
+
+A drain is a pipeline, not a series of batches: each of the worker's sender slots takes the next due
+delivery as soon as its previous attempt finishes, so a slow receiver holds one slot, never the others.
+One transaction per turn of the loop records what finished since the last turn and claims as many due
+deliveries as there are free slots.
 """
 
 from __future__ import annotations
 
 import json
+import queue
 import secrets
 import time
-from concurrent.futures import as_completed
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
@@ -23,16 +30,20 @@ from core.metrics import WEBHOOK_ATTEMPTS, WEBHOOK_DELIVERY_LATENCY
 from core.models import Event, new_id
 from core.models.webhooks import SENDABLE_STATUSES, WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from core.webhooks.endpoints import disable_endpoint_after_failures, signing_secret, target_url
-from core.webhooks.runtime import runtime
+from core.webhooks.runtime import SENDER_THREADS, runtime
 from core.webhooks.schedule import DISABLE_AFTER_CONSECUTIVE_FAILURES, next_attempt_at
 from core.webhooks.signing import delivery_headers
 from core.webhooks.transport import DEADLINE_SECONDS, AttemptOutcome
 
-# Deliveries leased at once by one worker; the lease outlasts a whole batch of 10 s attempts.
-CLAIM_BATCH = 16
+# What `claim_due` leases at most by default. A drain holds up to two per sender slot (one being sent, one
+# queued behind it) and leases only what it can start.
+CLAIM_BATCH = SENDER_THREADS
+# The lease outlasts a claimed attempt's wait behind 10 s attempts plus its own 10 s, many times over.
 LEASE = timedelta(seconds=DEADLINE_SECONDS * (CLAIM_BATCH + 4))
-# A drain stops claiming new batches after this long, so one job never runs for ever.
+# A drain stops claiming after this long (it still finishes what it sent), so one job never runs for ever.
 DRAIN_TIME_BUDGET = 20.0
+# While some slots are busy and nothing was due, a drain looks for newly due deliveries this often.
+POLL_SECONDS = 0.25
 EPOCH = datetime(1970, 1, 1)
 
 
@@ -78,19 +89,26 @@ class PreparedAttempt:
     event_type: str
     institution_id: str
     event_occurred_at: datetime  # when the event was committed (delivery latency is counted from it)
-    endpoint_failures: int  # the endpoint's consecutive failures when the batch was loaded
+    token: str  # the lease under which it was claimed
 
 
 def claim_due(now: datetime, limit: int = CLAIM_BATCH) -> tuple[str, list[str]]:
-    """Lease up to `limit` due, unclaimed deliveries (oldest first); returns (lease token, their ids).
+    """Lease up to `limit` due, unclaimed deliveries (oldest first) and commit; returns (lease token, ids)."""
+    token = secrets.token_hex(8)
+    _without_waiting_for_disk()
+    claimed = _lease(now, limit, token)
+    db.session.commit()
+    return token, claimed
+
+
+def _lease(now: datetime, limit: int, token: str) -> list[str]:
+    """Lease up to `limit` due, unclaimed deliveries, oldest first, in the current transaction.
 
     The batch is picked once, in a materialised CTE, and the UPDATE joins it: written as
     `id IN (SELECT … LIMIT n FOR UPDATE SKIP LOCKED)`, PostgreSQL may plan a nested loop that re-runs the
     subquery for every row scanned, each run skipping what the previous ones had just leased, and so lease
     the whole backlog under one token.
     """
-    token = secrets.token_hex(8)
-    _without_waiting_for_disk()
     picked = (
         select(WebhookDelivery.id)
         .where(
@@ -104,7 +122,7 @@ def claim_due(now: datetime, limit: int = CLAIM_BATCH) -> tuple[str, list[str]]:
         .cte("picked")
         .prefix_with("MATERIALIZED", dialect="postgresql")
     )
-    claimed = list(db.session.scalars(
+    return list(db.session.scalars(
         update(WebhookDelivery)
         .where(
             WebhookDelivery.id == picked.c.id,
@@ -115,49 +133,79 @@ def claim_due(now: datetime, limit: int = CLAIM_BATCH) -> tuple[str, list[str]]:
         .values(lease_token=token, lease_expires_at=now + LEASE)
         .returning(WebhookDelivery.id)
     ))
-    db.session.commit()
-    return token, claimed
 
 
-def _prepare(ids: list[str]) -> list[PreparedAttempt]:
-    """Load what the claimed deliveries need; those whose endpoint is disabled are recorded as skipped."""
+@dataclass(frozen=True)
+class _EndpointTarget:
+    url: str
+    secret: str
+
+
+class _Targets:
+    """Decrypted URL and secret per endpoint, for one drain; a rotation or URL change is seen at once
+    because the cache is keyed by the ciphertexts read with each claim."""
+
+    def __init__(self):
+        self._known: dict[tuple, _EndpointTarget] = {}
+
+    def of(self, endpoint) -> _EndpointTarget:
+        """`endpoint`: a row with the endpoint's `endpoint_id`, `url` and ciphertexts."""
+        key = (endpoint.endpoint_id, endpoint.url, endpoint.url_query_ciphertext, endpoint.secret_ciphertext)
+        found = self._known.get(key)
+        if found is None:
+            found = self._known[key] = _EndpointTarget(target_url(endpoint), signing_secret(endpoint))
+        return found
+
+
+def _load(ids: list[str], token: str, targets: _Targets) -> tuple[list[PreparedAttempt], dict[str, int]]:
+    """What the claimed deliveries need, oldest first, and each endpoint's consecutive failures; those whose
+    endpoint is disabled are recorded as skipped (in the current transaction)."""
+    if not ids:
+        return [], {}
+    endpoints = WebhookEndpoint.__table__
     rows = db.session.execute(
-        select(WebhookDelivery, Event, WebhookEndpoint)
+        select(WebhookDelivery.id, WebhookDelivery.attempts, Event, endpoints.c.id.label("endpoint_id"),
+               endpoints.c.url, endpoints.c.url_query_ciphertext, endpoints.c.secret_ciphertext,
+               endpoints.c.enabled, endpoints.c.consecutive_failures)
         .join(Event, Event.id == WebhookDelivery.event_id)
-        .join(WebhookEndpoint, WebhookEndpoint.id == WebhookDelivery.endpoint_id)
+        .join(endpoints, endpoints.c.id == WebhookDelivery.endpoint_id)
         .where(WebhookDelivery.id.in_(ids))
         .order_by(WebhookDelivery.next_attempt_at, WebhookDelivery.created_at)
     ).all()
-    prepared = []
-    for delivery, event, endpoint in rows:
-        if not endpoint.enabled:
-            delivery.status = "endpoint_disabled"
-            delivery.next_attempt_at = delivery.lease_token = delivery.lease_expires_at = None
+    prepared, failures, skipped = [], {}, []
+    for row in rows:
+        if not row.enabled:
+            skipped.append(row.id)
             continue
+        failures[row.endpoint_id] = row.consecutive_failures
+        event = row.Event
+        target = targets.of(row)
         prepared.append(PreparedAttempt(
-            delivery_id=delivery.id, endpoint_id=endpoint.id, number=delivery.attempts + 1,
-            url=target_url(endpoint), shown_url=endpoint.url,
-            secret=signing_secret(endpoint), body=event_body(event), event_id=event.id, event_type=event.type,
-            institution_id=event.institution_id, event_occurred_at=event.occurred_at,
-            endpoint_failures=endpoint.consecutive_failures,
+            delivery_id=row.id, endpoint_id=row.endpoint_id, number=row.attempts + 1, url=target.url,
+            shown_url=row.url, secret=target.secret, body=event_body(event), event_id=event.id,
+            event_type=event.type, institution_id=event.institution_id, event_occurred_at=event.occurred_at,
+            token=token,
         ))
-    db.session.commit()  # no transaction stays open while requests are in flight
-    return prepared
+    if skipped:
+        db.session.execute(
+            update(WebhookDelivery).where(WebhookDelivery.id.in_(skipped))
+            .values(status="endpoint_disabled", next_attempt_at=None, lease_token=None, lease_expires_at=None)
+        )
+    return prepared, failures
 
 
-def _still_ours(attempts: list[PreparedAttempt], token: str) -> list[PreparedAttempt]:
-    """Those whose lease is still held and whose endpoint is still enabled (another worker may have
-    disabled it since the batch was loaded)."""
+def _still_ours(attempts: list[PreparedAttempt]) -> set[str]:
+    """Ids of those whose lease is still held and whose endpoint is still enabled (another worker may have
+    disabled it since they were claimed)."""
     if not attempts:
-        return []
-    owned = set(db.session.scalars(
+        return set()
+    return set(db.session.scalars(
         select(WebhookDelivery.id)
         .join(WebhookEndpoint, WebhookEndpoint.id == WebhookDelivery.endpoint_id)
-        .where(WebhookDelivery.id.in_([a.delivery_id for a in attempts]), WebhookDelivery.lease_token == token,
+        .where(WebhookDelivery.id.in_([a.delivery_id for a in attempts]),
+               WebhookDelivery.lease_token.in_({a.token for a in attempts}),
                WebhookEndpoint.enabled.is_(True))
     ))
-    db.session.commit()
-    return [a for a in attempts if a.delivery_id in owned]
 
 
 def _post(attempt: PreparedAttempt, transport) -> tuple[PreparedAttempt, datetime, AttemptOutcome]:
@@ -179,71 +227,167 @@ def _masked(outcome: AttemptOutcome, attempt: PreparedAttempt) -> AttemptOutcome
     return replace(outcome, error=outcome.error.replace(query, urlsplit(attempt.shown_url).query))
 
 
-def _send_batch(attempts: list[PreparedAttempt], token: str) -> list[AttemptReport]:
-    """Send a claimed batch: concurrently where the endpoint cannot reach the disable threshold even if
-    every request fails, one at a time (stopping when it is disabled) where it could."""
-    by_endpoint: dict[str, list[PreparedAttempt]] = {}
-    for attempt in attempts:
-        by_endpoint.setdefault(attempt.endpoint_id, []).append(attempt)
-    concurrent, one_by_one = [], []
-    for group in by_endpoint.values():
-        if group[0].endpoint_failures + len(group) <= DISABLE_AFTER_CONSECUTIVE_FAILURES:
-            concurrent.extend(group)
-        else:
-            one_by_one.append(group)
+class _Pipeline:
+    """One drain: keeps every sender slot busy with the oldest due deliveries until the budget is spent.
 
-    transport = runtime.transport()
-    reports = []
-    if len(concurrent) == 1:
-        reports += _record([_post(concurrent[0], transport)], token)
-    elif concurrent:
-        futures = [runtime.senders().submit(_post, attempt, transport) for attempt in concurrent]
-        reports += _record([future.result() for future in as_completed(futures)], token)
-    for group in one_by_one:
-        for attempt in group:
-            if not _still_ours([attempt], token):
-                break
-            [report] = _record([_post(attempt, transport)], token)
-            reports.append(report)
-            if report.status == "endpoint_disabled":
-                break
-    return reports
+    An endpoint's attempts run concurrently only while they cannot take it past the disable threshold even
+    if all of them fail (known failures + attempts in flight); beyond that they wait, are checked again
+    (still leased, endpoint still enabled) and go one at a time, so exactly the 20th failure disables it.
+    """
+
+    def __init__(self, slots: int, on_backlog: Callable[[], None] | None):
+        # Attempts handed to the sender threads: one per slot, and as many queued behind them, so a slot that
+        # finishes starts the next attempt at once, without waiting for this thread's next database turn.
+        self.capacity = 2 * slots
+        self.on_backlog = on_backlog
+        self.transport = runtime.transport()
+        self.senders = runtime.senders()
+        self.token = secrets.token_hex(8)
+        self.targets = _Targets()
+        self.finished: queue.SimpleQueue[Future] = queue.SimpleQueue()
+        self.in_flight: dict[str, int] = {}  # per endpoint
+        self.failures: dict[str, int] = {}  # per endpoint, as last read or recorded
+        self.waiting: list[PreparedAttempt] = []  # claimed, held back near their endpoint's threshold
+        self.reports: list[AttemptReport] = []
+
+    @property
+    def busy(self) -> int:
+        return sum(self.in_flight.values())
+
+    def run(self, time_budget: float) -> DrainResult:
+        started = time.monotonic()
+        nothing_due_since: float | None = None  # when a claim last found fewer due deliveries than it asked
+        done: list = []
+        while True:
+            claiming = time.monotonic() - started < time_budget
+            free = self.capacity - self.busy - len(self.waiting) if claiming else 0
+            if nothing_due_since is not None and time.monotonic() - nothing_due_since < POLL_SECONDS:
+                free = 0  # nothing was due a moment ago: look again only after a short pause
+            checked, claimed, leased = self._turn(done, free)
+            if free > 0:
+                if leased < free:
+                    nothing_due_since = time.monotonic()
+                else:
+                    nothing_due_since = None
+                    self._wake_another()
+            for attempt in checked:
+                self._start(attempt)
+            for attempt in claimed:
+                if self._may_start(attempt) and not self._waiting_for(attempt.endpoint_id):
+                    self._start(attempt)
+                else:
+                    self.waiting.append(attempt)
+            if not self.busy and not self.waiting:
+                if nothing_due_since is not None or not claiming:
+                    return DrainResult(self.reports, more_due=not claiming and nothing_due_since is None)
+                done = []
+                continue
+            if not self.busy:
+                done = []  # only held attempts are left: check them again at once
+                continue
+            # while claiming, wake up now and then to fill free slots with deliveries that came due
+            done = self._collect(timeout=POLL_SECONDS if claiming else None)
+
+    def _turn(self, done: list, free: int) -> tuple[list[PreparedAttempt], list[PreparedAttempt], int]:
+        """One transaction: record the finished attempts, check the held ones that may go now, claim up to
+        `free` due deliveries. Returns (held attempts to start, newly claimed ones to send, how many were
+        leased, skipped ones included)."""
+        if not done and free <= 0 and not self.waiting:
+            return [], [], 0
+        _without_waiting_for_disk()
+        statuses, totals = _record(done) if done else ({}, {})
+        self.failures.update(totals)
+        ready = self._ready_to_recheck()
+        ours = _still_ours(ready)
+        ids = _lease(runtime.clock.now(), free, self.token) if free > 0 else []
+        claimed, failures = _load(ids, self.token, self.targets)
+        db.session.commit()
+        _count(done, statuses)
+        self.failures.update(failures)
+        self.reports.extend(AttemptReport(attempt.delivery_id, statuses[attempt.delivery_id], outcome)
+                            for attempt, _, outcome in done)
+        # held attempts no longer ours (endpoint disabled, lease lapsed) are dropped
+        rechecked = {attempt.delivery_id for attempt in ready}
+        self.waiting = [attempt for attempt in self.waiting if attempt.delivery_id not in rechecked]
+        return [attempt for attempt in ready if attempt.delivery_id in ours], claimed, len(ids)
+
+    def _ready_to_recheck(self) -> list[PreparedAttempt]:
+        """Held attempts that may start now, oldest first per endpoint. With nothing in flight for its
+        endpoint, an endpoint's oldest held attempt is always checked again (the check decides)."""
+        ready: list[PreparedAttempt] = []
+        blocked: set[str] = set()
+        for attempt in self.waiting:
+            endpoint = attempt.endpoint_id
+            if endpoint in blocked:
+                continue
+            in_flight = self.in_flight.get(endpoint, 0) + sum(1 for other in ready if other.endpoint_id == endpoint)
+            if not in_flight or self.failures.get(endpoint, 0) + in_flight < DISABLE_AFTER_CONSECUTIVE_FAILURES:
+                ready.append(attempt)
+            else:
+                blocked.add(endpoint)  # its later attempts wait their turn
+        return ready
+
+    def _may_start(self, attempt: PreparedAttempt) -> bool:
+        known = self.failures.get(attempt.endpoint_id, 0)
+        return known + self.in_flight.get(attempt.endpoint_id, 0) < DISABLE_AFTER_CONSECUTIVE_FAILURES
+
+    def _waiting_for(self, endpoint_id: str) -> bool:
+        return any(attempt.endpoint_id == endpoint_id for attempt in self.waiting)
+
+    def _start(self, attempt: PreparedAttempt) -> None:
+        self.in_flight[attempt.endpoint_id] = self.in_flight.get(attempt.endpoint_id, 0) + 1
+        future = self.senders.submit(_post, attempt, self.transport)
+        future.add_done_callback(self.finished.put)
+
+    def _collect(self, timeout: float | None) -> list:
+        """Wait for one attempt to finish (or the poll timeout), then take every other finished one."""
+        futures = []
+        try:
+            futures.append(self.finished.get(timeout=timeout))
+            while True:
+                futures.append(self.finished.get_nowait())
+        except queue.Empty:
+            pass
+        done = [future.result() for future in futures]
+        for attempt, _, _ in done:
+            self.in_flight[attempt.endpoint_id] -= 1
+            if not self.in_flight[attempt.endpoint_id]:
+                del self.in_flight[attempt.endpoint_id]
+        return done
+
+    def _wake_another(self) -> None:
+        """A claim found as many due deliveries as it asked for: a backlog, so another worker may help."""
+        if self.on_backlog is not None:
+            self.on_backlog()
+            self.on_backlog = None  # once per drain; the drain it wakes wakes the next one
 
 
-def drain_due_deliveries(time_budget: float = DRAIN_TIME_BUDGET) -> DrainResult:
-    """Claim and attempt due deliveries, a batch at a time, until none is due or the time budget is spent."""
-    started = time.monotonic()
-    reports: list[AttemptReport] = []
-    while time.monotonic() - started < time_budget:
-        token, ids = claim_due(runtime.clock.now())
-        if not ids:
-            return DrainResult(reports, more_due=False)
-        reports.extend(_send_batch(_still_ours(_prepare(ids), token), token))
-    return DrainResult(reports, more_due=True)
+def drain_due_deliveries(time_budget: float = DRAIN_TIME_BUDGET,
+                         on_backlog: Callable[[], None] | None = None) -> DrainResult:
+    """Attempt due deliveries, every sender slot taking the next one as soon as it is free, until none is
+    due or the time budget is spent. `on_backlog` is called (once) when more is due than this drain can
+    start at once."""
+    return _Pipeline(SENDER_THREADS, on_backlog).run(time_budget)
 
 
 def unix_seconds(naive_utc: datetime) -> int:
     return int((naive_utc - EPOCH).total_seconds())
 
 
-def _record(sent: list[tuple[PreparedAttempt, datetime, AttemptOutcome]], token: str) -> list[AttemptReport]:
-    """Record a batch of attempts (in the order they completed) in one transaction.
+def _record(sent: list[tuple[PreparedAttempt, datetime, AttemptOutcome]]
+            ) -> tuple[dict[str, str], dict[str, int]]:
+    """Record attempts (in the order they completed) in the current transaction; the caller commits.
 
     Each delivery moves to delivered, retry_scheduled or dead; each endpoint's consecutive failures are
     updated atomically (reset by a success, then counting the failures after it) and at the threshold the
-    endpoint is disabled, which marks its unsent deliveries `endpoint_disabled`.
+    endpoint is disabled, which marks its unsent deliveries `endpoint_disabled`. Returns each delivery's
+    new status and each endpoint's consecutive failures.
     """
     now = runtime.clock.now()
-    _without_waiting_for_disk()
     connection = db.session.connection()
-    attempts_table, deliveries, endpoints = (WebhookAttempt.__table__, WebhookDelivery.__table__,
-                                             WebhookEndpoint.__table__)
-    connection.execute(insert(attempts_table), [{
-        "id": new_id("wha"), "delivery_id": attempt.delivery_id, "number": attempt.number, "url": attempt.shown_url,
-        "attempted_at": attempted_at, "duration_ms": outcome.duration_ms, "response_code": outcome.status_code,
-        "error_class": outcome.error_class, "error": outcome.error, "response_excerpt": outcome.body_excerpt,
-        "request_headers": outcome.request_headers, "response_headers": outcome.response_headers,
-    } for attempt, attempted_at, outcome in sent])
+    deliveries, endpoints = WebhookDelivery.__table__, WebhookEndpoint.__table__
+    connection.execute(insert(WebhookAttempt.__table__),
+                       [attempt_row(attempt, attempted_at, outcome) for attempt, attempted_at, outcome in sent])
 
     statuses: dict[str, str] = {}
     rows = []
@@ -260,7 +404,7 @@ def _record(sent: list[tuple[PreparedAttempt, datetime, AttemptOutcome]], token:
             tail_failures[attempt.endpoint_id] = tail_failures.get(attempt.endpoint_id, 0) + 1
         statuses[attempt.delivery_id] = status
         rows.append({
-            "b_id": attempt.delivery_id, "b_token": token, "status": status, "attempts": attempt.number,
+            "b_id": attempt.delivery_id, "b_token": attempt.token, "status": status, "attempts": attempt.number,
             "last_response_code": outcome.status_code, "last_error_class": outcome.error_class,
             "next_attempt_at": following, "delivered_at": delivered_at, "lease_token": None,
             "lease_expires_at": None, "updated_at": now,
@@ -272,14 +416,16 @@ def _record(sent: list[tuple[PreparedAttempt, datetime, AttemptOutcome]], token:
         rows,
     )
 
+    totals: dict[str, int] = {}
     for endpoint_id, failures in tail_failures.items():
         if failures == 0:
             connection.execute(update(endpoints).where(endpoints.c.id == endpoint_id,
                                                        endpoints.c.consecutive_failures != 0)
                                .values(consecutive_failures=0))
+            totals[endpoint_id] = 0
             continue
         counted = failures if endpoint_id in succeeded else endpoints.c.consecutive_failures + failures
-        total = connection.execute(
+        total = totals[endpoint_id] = connection.execute(
             update(endpoints).where(endpoints.c.id == endpoint_id).values(consecutive_failures=counted)
             .returning(endpoints.c.consecutive_failures)
         ).scalar_one()
@@ -287,9 +433,23 @@ def _record(sent: list[tuple[PreparedAttempt, datetime, AttemptOutcome]], token:
             for attempt, _, _ in sent:
                 if attempt.endpoint_id == endpoint_id and statuses[attempt.delivery_id] == "retry_scheduled":
                     statuses[attempt.delivery_id] = "endpoint_disabled"
-    db.session.commit()
+    return statuses, totals
+
+
+def attempt_row(attempt: PreparedAttempt, attempted_at: datetime, outcome: AttemptOutcome) -> dict:
+    """The `webhook_attempts` row of one attempt (the one place an attempt's record is built)."""
+    return {
+        "id": new_id("wha"), "delivery_id": attempt.delivery_id, "number": attempt.number, "url": attempt.shown_url,
+        "attempted_at": attempted_at, "duration_ms": outcome.duration_ms, "response_code": outcome.status_code,
+        "error_class": outcome.error_class, "error": outcome.error, "response_excerpt": outcome.body_excerpt,
+        "request_headers": outcome.request_headers, "response_headers": outcome.response_headers,
+    }
+
+
+def _count(sent: list[tuple[PreparedAttempt, datetime, AttemptOutcome]], statuses: dict[str, str]) -> None:
+    """Metrics of committed attempts."""
+    now = runtime.clock.now()
     for attempt, _, outcome in sent:
         WEBHOOK_ATTEMPTS.labels(statuses[attempt.delivery_id], outcome.error_class or "none").inc()
         if outcome.delivered:
             WEBHOOK_DELIVERY_LATENCY.observe(max(0.0, (now - attempt.event_occurred_at).total_seconds()))
-    return [AttemptReport(attempt.delivery_id, statuses[attempt.delivery_id], outcome) for attempt, _, outcome in sent]

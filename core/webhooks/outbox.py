@@ -2,7 +2,9 @@
 
 The database is the queue and the source of truth; RQ jobs are wake-up calls. After a commit that made
 deliveries due, one drain job is queued unless one is already waiting (a short-lived Redis flag), and the
-drain attempts every due delivery. If queueing fails (Redis down) or the job is lost, the periodic sweep
+drain attempts every due delivery. A drain that finds a backlog (more due than its free sender slots)
+queues one more drain, which an idle worker picks up and which does the same, so every worker with free
+capacity joins in. If queueing fails (Redis down) or the job is lost, the periodic sweep
 finds the due deliveries in the database and wakes a worker again.
 """
 
@@ -72,6 +74,7 @@ def _endpoint_in_this_transaction(institution_id: str):
 _drain = DrainSignal("webhooks", QUEUE_NAME, DRAIN_JOB)
 drain_after_commit = _drain.after_commit
 signal_drain = _drain.signal
+wake_another_drain = _drain.signal_quietly
 drain_started = _drain.started
 
 

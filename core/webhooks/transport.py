@@ -2,8 +2,9 @@
 
 Built on requests + requests-hardened (never follow redirects, fixed User-Agent, default timeouts). The
 connection is pinned to the address the URL guard vetted (no second DNS lookup) while TLS is verified
-against the URL's host name (SNI and certificate checks). A watchdog closes the socket when the total
-deadline passes, so a slow or dribbling receiver cannot hold an attempt longer than the limit.
+against the URL's host name (SNI and certificate checks). One watchdog thread per process shuts the socket
+of any attempt whose total deadline has passed, so a slow or dribbling receiver cannot hold an attempt longer
+than the limit.
 """
 
 from __future__ import annotations
@@ -35,59 +36,108 @@ MAX_RESPONSE_HEADER_BYTES = 8 * 1024
 _current = threading.local()
 
 
-class _Watchdog:
-    """Shuts every socket of the current attempt when the deadline passes."""
+class _Attempt:
+    """The sockets one attempt uses, and whether the watchdog cut them off."""
 
-    def __init__(self, seconds: float):
-        self._lock = threading.Lock()
-        self._sockets: list[socket.socket] = []
+    __slots__ = ("deadline", "sockets", "fired")
+
+    def __init__(self, deadline: float):
+        self.deadline = deadline
+        self.sockets: list[socket.socket] = []
         self.fired = False
-        self._timer = threading.Timer(seconds, self._fire)
-        self._timer.daemon = True
 
-    def watch(self, sock: socket.socket | None) -> None:
-        if sock is None:
-            return
-        try:
-            handle = socket.fromfd(sock.fileno(), sock.family, sock.type)
-        except OSError:
-            return
+
+class _Watchdog:
+    """One thread for every attempt of the process: shuts the sockets of an attempt past its deadline.
+
+    Attempts register on entry and leave on exit (a lock and a dict entry each); the thread sleeps until
+    the earliest deadline, so it wakes about once per deadline period, not once per attempt. The socket
+    object itself is shut (not a duplicate of it), and only while its attempt is registered.
+    """
+
+    def __init__(self):
+        self._lock = threading.Condition()
+        self._attempts: dict[int, _Attempt] = {}
+        self._wakes_at: float | None = None  # when the thread will next look; None: it waits for a notify
+        self._thread: threading.Thread | None = None
+
+    def watch(self, seconds: float) -> "_Watching":
+        return _Watching(self, seconds)
+
+    def _enter(self, attempt: _Attempt) -> None:
         with self._lock:
-            if self.fired:
-                _shutdown(handle)
-            self._sockets.append(handle)
+            self._attempts[id(attempt)] = attempt
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="webhook-deadlines", daemon=True)
+                self._thread.start()
+            elif self._wakes_at is None or attempt.deadline < self._wakes_at:
+                self._lock.notify()
 
-    def _fire(self) -> None:
+    def _leave(self, attempt: _Attempt) -> None:
         with self._lock:
-            self.fired = True
-            for handle in self._sockets:
-                _shutdown(handle)
+            self._attempts.pop(id(attempt), None)
 
-    def __enter__(self) -> "_Watchdog":
-        _current.watchdog = self
-        self._timer.start()
+    def add_socket(self, attempt: _Attempt, sock: socket.socket) -> None:
+        with self._lock:
+            attempt.sockets.append(sock)
+            if attempt.fired:
+                _shutdown(sock)
+
+    def _run(self) -> None:
+        with self._lock:
+            while True:
+                now = time.monotonic()
+                for attempt in list(self._attempts.values()):
+                    if attempt.deadline <= now and not attempt.fired:
+                        attempt.fired = True
+                        for sock in attempt.sockets:
+                            _shutdown(sock)
+                pending = [a.deadline for a in self._attempts.values() if not a.fired]
+                self._wakes_at = min(pending) if pending else None
+                self._lock.wait(None if self._wakes_at is None else self._wakes_at - now)
+
+
+class _Watching:
+    """`with` block of one attempt under the watchdog."""
+
+    def __init__(self, watchdog: _Watchdog, seconds: float):
+        self._watchdog = watchdog
+        self.attempt = _Attempt(time.monotonic() + seconds)
+
+    @property
+    def fired(self) -> bool:
+        return self.attempt.fired
+
+    def __enter__(self) -> "_Watching":
+        _current.watching = self
+        self._watchdog._enter(self.attempt)
         return self
 
     def __exit__(self, *exc_info) -> None:
-        self._timer.cancel()
-        _current.watchdog = None
-        with self._lock:
-            for handle in self._sockets:
-                handle.close()
-            self._sockets.clear()
+        _current.watching = None
+        self._watchdog._leave(self.attempt)
+
+    def watch(self, sock: socket.socket | None) -> None:
+        if sock is not None:
+            self._watchdog.add_socket(self.attempt, sock)
 
 
-def _shutdown(handle: socket.socket) -> None:
+_watchdog = _Watchdog()
+
+
+def _shutdown(sock: socket.socket) -> None:
+    """Shut both directions, which wakes a thread blocked reading it. For a TLS socket the plain socket's
+    shutdown is called: SSLSocket.shutdown would also drop the TLS state the reading thread is using."""
     try:
-        handle.shutdown(socket.SHUT_RDWR)
-    except OSError:
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+    except (OSError, ValueError):
         pass
 
 
 def _watch(sock: socket.socket | None) -> None:
-    watchdog = getattr(_current, "watchdog", None)
-    if watchdog is not None:
-        watchdog.watch(sock)
+    watching = getattr(_current, "watching", None)
+    if watching is not None:
+        watching.watch(sock)
 
 
 class _WatchedHTTPConnection(HTTPConnection):
@@ -226,7 +276,7 @@ class Transport:
         request_headers = [[name, value] for name, value in prepared.headers.items()]
         deadline = self.settings.deadline_seconds
         verify: bool | str = self.settings.ca_bundle or True
-        with _Watchdog(deadline) as watchdog:
+        with _watchdog.watch(deadline) as watchdog:
             try:
                 response = self._session.send(
                     prepared, timeout=(deadline, deadline), verify=verify, stream=True, allow_redirects=False
