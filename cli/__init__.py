@@ -5,10 +5,11 @@ from cli.admin import ADMIN_COMMANDS
 from cli.counts import counts_group
 from cli.dev_servers import DEV_SERVER_COMMANDS
 from cli.messages import messages_group
+from cli.migrations import migration_commands
 from cli.privacy import applicants_group
 from cli.retention import retention_group
 from cli.simulator import registry_simulator_command
 from cli.webhooks import webhooks_group
 
 COMMANDS = (*ADMIN_COMMANDS, counts_group, registry_simulator_command, webhooks_group, messages_group,
-            retention_group, applicants_group, *DEV_SERVER_COMMANDS)
+            retention_group, applicants_group, migration_commands, *DEV_SERVER_COMMANDS)

@@ -19,7 +19,6 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Literal
 
-import jwt
 from sqlalchemy import event, select, update
 from sqlalchemy.orm import Session
 
@@ -233,11 +232,15 @@ def _touch_last_used(key_hash: str, key: _KeyRecord) -> None:
 
 
 @lru_cache(maxsize=8)
-def _jwks_client(jwks_url: str) -> jwt.PyJWKClient:
+def _jwks_client(jwks_url: str) -> "jwt.PyJWKClient":
+    import jwt  # with `cryptography`, 11 MiB per process: imported only where identity tokens are enabled
+
     return jwt.PyJWKClient(jwks_url, cache_keys=True, lifespan=300, timeout=5)
 
 
 def _authenticate_oidc(token: str, settings: AuthSettings) -> Principal:
+    import jwt
+
     try:
         signing_key = _jwks_client(settings.oidc_jwks_url).get_signing_key_from_jwt(token)
         claims = jwt.decode(
