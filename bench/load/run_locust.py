@@ -52,7 +52,7 @@ def run_locust(base: str, options, env_extra: dict[str, str]) -> dict[str, dict]
         prefix = str(Path(directory) / "stats")
         subprocess.run(
             [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "--host", base,
-             "-u", str(options.users), "-r", str(options.users), "--run-time", f"{options.run_time}s",
+             "-u", str(options.users), "-r", str(options.users), "--run-time", f"{options.run_time * 3 + 30}s",
              "--csv", prefix, "--only-summary", "--loglevel", "WARNING", "--stop-timeout", "5"],
             env={**__import__("os").environ, **env_extra}, check=False, capture_output=True, text=True)
         with open(prefix + "_stats.csv", newline="") as stats:
@@ -85,7 +85,7 @@ def main() -> None:
           f"{options.run_time} s or {options.max_requests} requests per measurement; baseline body {body_bytes} "
           f"bytes; load {load_average()}")
     env_extra = {"KARIBU_LOAD_API_KEY": key, "KARIBU_LOAD_VERIFICATION": json.dumps(verification),
-                 "KARIBU_LOAD_MAX_REQUESTS": str(options.max_requests)}
+                 "KARIBU_LOAD_MAX_REQUESTS": str(options.max_requests), "KARIBU_LOAD_SECONDS": str(options.run_time)}
     results: dict[str, list[dict]] = {"baseline": [], "karibu": []}
     for run in range(1, options.runs + 1):
         with gunicorn("bench.load.baseline_app:app", PROJECT_ROOT, extra_env={"BASELINE_BODY_BYTES": str(body_bytes)},

@@ -55,6 +55,16 @@ def wrk(url: str, duration: int, connections: int, headers: dict[str, str], body
             "p50": latencies[50], "p99": latencies[99], "errors": int(non_2xx.group(1)) if non_2xx else 0}
 
 
+def warm(url: str, headers: dict[str, str], body: str | None = None, requests_count: int = 20) -> None:
+    """Sequential requests first: each worker's first requests load what the app loads lazily (OpenAPI
+    document, compiled statements), which on a busy machine takes seconds and would stall wrk's clients."""
+    for _ in range(requests_count):
+        if body is None:
+            requests.get(url, headers=headers, timeout=120)
+        else:
+            requests.post(url, headers=headers, data=body, timeout=120)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3)
@@ -95,6 +105,8 @@ def main() -> None:
                     wrk(base + "/", options.warmup, options.connections, {})
                     measured = {"list": wrk(base + "/", options.duration, options.connections, {})}
                 else:
+                    warm(base + LIST_PATH, live)
+                    warm(base + "/api/v1/verifications", trial, verification_body)
                     wrk(base + LIST_PATH, options.warmup, options.connections, live)
                     measured = {"list": wrk(base + LIST_PATH, options.duration, options.connections, live)}
                     url = base + "/api/v1/verifications"
