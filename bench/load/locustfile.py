@@ -3,7 +3,8 @@
 Every simulated client repeats, weighted: the list (`limit=50`), a search, a by-id lookup, a `PATCH` of one
 application's stage (to the stage it has: the whole write path, no change in the data), a verification with
 the public trial key, and the portal's applicant list with a staff session. The run stops after
-KARIBU_LOAD_SECONDS seconds or KARIBU_LOAD_MAX_REQUESTS requests in all (and at locust's `--run-time`). Only loopback hosts are accepted.
+KARIBU_LOAD_SECONDS seconds or KARIBU_LOAD_MAX_REQUESTS requests in all (and at locust's `--run-time`).
+Only loopback hosts are accepted.
 
 Environment (set by run_locust.py): KARIBU_LOAD_API_KEY, KARIBU_LOAD_PORTAL_COOKIE (a signed-in session),
 KARIBU_LOAD_VERIFICATION (the JSON body), KARIBU_LOAD_SECONDS, KARIBU_LOAD_MAX_REQUESTS.
