@@ -114,18 +114,20 @@ def test_a_revoked_key_is_refused_within_a_second_by_every_warm_node(app, factor
         revoke_api_key(key.id)
     revoked_at = time.monotonic()
 
-    refused_after = {}
-    while len(refused_after) < len(nodes) and time.monotonic() - revoked_at < 5:
+    # Every request sent a second or more after the revocation must be refused, by either node. (Timed by
+    # when a request leaves, so a slow answer on a busy machine cannot be mistaken for a late refusal.)
+    sent_after_bound = {index: [] for index in range(len(nodes))}
+    while time.monotonic() - revoked_at < REVOCATION_BOUND_SECONDS + 1.5:
         for index, node in enumerate(nodes):
-            if index not in refused_after:
-                response = _get(node, raw_key)
-                if response.status_code == 401:
-                    assert response.json()["error"] == "API key has been revoked"
-                    refused_after[index] = time.monotonic() - revoked_at
-    assert len(refused_after) == len(nodes), "a node still accepts the revoked key after 5 s"
-    assert max(refused_after.values()) <= REVOCATION_BOUND_SECONDS, refused_after
-    for node in nodes:  # and it stays refused
-        assert _get(node, raw_key).status_code == 401
+            sent = time.monotonic() - revoked_at
+            response = _get(node, raw_key)
+            assert response.status_code in (200, 401), response.text
+            if response.status_code == 401:
+                assert response.json()["error"] == "API key has been revoked"
+            if sent >= REVOCATION_BOUND_SECONDS:
+                sent_after_bound[index].append(response.status_code)
+    for index, statuses in sent_after_bound.items():
+        assert statuses and set(statuses) == {401}, f"node {index} answered {statuses} after the bound"
 
 
 def test_no_audit_row_is_lost_when_a_web_worker_is_killed_mid_traffic(app, factory, start_nodes):
