@@ -20,7 +20,7 @@ from api.errors import handle_api_exception
 from cli import COMMANDS
 from core.audit import record_request, redact_path
 from core.config import INSTANCE_DIR, ConfigurationError, Settings, check_startup_settings
-from core.extensions import babel, csrf, db, limiter, login_manager, migrate
+from core.extensions import DeferredMigrate, babel, csrf, db, limiter, login_manager
 from core.i18n import compile_catalogues
 from core.redis_faults import count_rate_limiter_faults
 from core.secret_key import resolve_secret_key
@@ -101,7 +101,7 @@ def register_audit(app: Flask) -> None:
 
 def register_extensions(app: Flask) -> None:
     db.init_app(app)
-    migrate.init_app(app, db, directory=str(app.root_path + "/migrations"))
+    DeferredMigrate(app, directory=str(app.root_path + "/migrations"))
     login_manager.init_app(app)
     csrf.init_app(app)
     app.config.setdefault("RATELIMIT_ON_BREACH_CALLBACK", count_rate_limit_refusal)

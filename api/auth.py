@@ -2,9 +2,10 @@
 
 Rate limits are keyed on the resolved credential, so they are checked after authentication, not in
 Flask-Limiter's own before-request hook: one counter per live key or identity-provider subject, and per
-client address for the trial key and public views, shared by every route (`API_RATE_LIMIT`). Before a
-credential is checked, the address's budget of failed authentications (`API_AUTH_FAILURE_RATE_LIMIT`) must
-not be spent, so guessing keys from one address is slow whatever the header says.
+client address for the trial key and public views, shared by every route (`API_RATE_LIMIT`). The address's
+budget of failed authentications (`API_AUTH_FAILURE_RATE_LIMIT`) must not be spent either, so guessing keys
+from one address is slow whatever the header says. Both are checked in one Redis round trip
+(api/rate_limits.py).
 """
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ import hmac
 import time
 
 from flask import current_app, g, request
+from werkzeug.exceptions import TooManyRequests
 
+from api.rate_limits import Counter, check_and_hit, counters
 from core.auth import AuthSettings, authenticate
-from core.errors import Forbidden, NotAuthenticated
-from core.extensions import limiter
-from core.redis_faults import record_redis_fault
+from core.errors import Forbidden, NotAuthenticated, NotFound
 from core.scoping import InstitutionScope
 
 EDGE_HEADER = "X-Edge-Auth"
@@ -60,59 +61,70 @@ def rate_limit_key() -> str:
     return _client_address_key()
 
 
-def _authentication_failed(_response) -> bool:
-    return g.get("authentication_failed", False)
+def _failure_counters() -> list[Counter]:
+    return counters(current_app.config["API_AUTH_FAILURE_RATE_LIMIT"], AUTH_FAILURE_LIMIT_SCOPE,
+                    _client_address_key())
 
 
-def _check_auth_failure_budget() -> None:
-    """429 when this address has spent its failed authentications; a failure is counted after the response."""
-    with limiter.shared_limit(lambda: current_app.config["API_AUTH_FAILURE_RATE_LIMIT"],
-                              scope=AUTH_FAILURE_LIMIT_SCOPE, key_func=_client_address_key,
-                              deduct_when=_authentication_failed):
-        pass
+def _credential_counters() -> list[Counter]:
+    return counters(current_app.config["API_RATE_LIMIT"], API_LIMIT_SCOPE, rate_limit_key())
 
 
-def _check_credential_budget() -> None:
-    """One counter per credential across every API route; 429 when it is spent."""
-    with limiter.shared_limit(lambda: current_app.config["API_RATE_LIMIT"], scope=API_LIMIT_SCOPE,
-                              key_func=rate_limit_key):
-        pass
+def _enforce(tests: list[Counter], hits: list[Counter]) -> None:
+    """One round trip: 429 when the address's failure budget (tested) or the credential's budget (hit) is
+    spent; the usage is kept for the response headers."""
+    outcome = check_and_hit(tests, hits)
+    g.rate_limit_usage = outcome.usage
+    if not outcome.allowed:
+        on_breach = current_app.config.get("RATELIMIT_ON_BREACH_CALLBACK")
+        if on_breach is not None:
+            on_breach(outcome.usage)
+        raise TooManyRequests()
+
+
+def count_authentication_failure() -> None:
+    """After a 401: spend one of the address's failed authentications (its usage goes in the headers)."""
+    g.rate_limit_usage = check_and_hit([], _failure_counters()).usage
 
 
 def add_rate_limit_headers(response) -> None:
     """X-RateLimit-Limit/Remaining/Reset of the limit checked last, Retry-After only on a 429.
 
     That is the credential's limit once authenticated, the address's failed-authentication budget on a 401
-    or on the 429 that budget gives. Headers are left out, not a 500, when the counters cannot be read.
+    or on the 429 that budget gives.
     """
-    current = limiter.current_limit
-    if current is None:
+    if g.pop("authentication_failed", False) and response.status_code == 401:
+        count_authentication_failure()
+    usage = g.get("rate_limit_usage")
+    if usage is None:
         return
-    try:
-        remaining, reset_at = current.remaining, int(current.reset_at)
-    except Exception as error:  # rate-limit storage unreachable: the request itself was allowed through
-        record_redis_fault("rate_limit", error)
-        return
-    response.headers["X-RateLimit-Limit"] = str(current.limit.amount)
-    response.headers["X-RateLimit-Remaining"] = str(remaining)
-    response.headers["X-RateLimit-Reset"] = str(reset_at)
+    response.headers["X-RateLimit-Limit"] = str(usage.limit.amount)
+    response.headers["X-RateLimit-Remaining"] = str(max(0, usage.remaining))
+    response.headers["X-RateLimit-Reset"] = str(usage.reset_at)
     if response.status_code == 429:
-        response.headers["Retry-After"] = str(max(1, int(reset_at - time.time())))
+        response.headers["Retry-After"] = str(max(1, int(usage.reset_at - time.time())))
 
 
 def authenticate_request() -> None:
-    """Authenticate (unless the view is public), then count the request against the credential's limit."""
+    """Authenticate (unless the view is public), then check the address's failure budget and count the
+    request against the credential's limit, in one round trip to Redis.
+
+    The credential is looked up before the budget is read, but a spent budget answers 429 whatever the
+    lookup found, so a right guess still cannot be told from a wrong one.
+    """
     view = current_app.view_functions.get(request.endpoint)
-    if not getattr(view, "public", False):
-        _check_auth_failure_budget()
-        try:
-            principal = authenticate(request.headers.get("Authorization"),
-                                     AuthSettings.from_config(current_app.config))
-        except NotAuthenticated:
-            g.authentication_failed = True
-            raise
+    if getattr(view, "public", False):
+        _enforce([], _credential_counters())
+        return
+    try:
+        principal = authenticate(request.headers.get("Authorization"),
+                                 AuthSettings.from_config(current_app.config))
         if principal.is_trial and not getattr(view, "trial_allowed", False):
             raise NotAuthenticated(TRIAL_KEY_SCOPE)
-        g.principal = principal
-        g.scope = None if principal.is_trial else InstitutionScope(principal.institution_id)
-    _check_credential_budget()
+    except (NotAuthenticated, NotFound) as refusal:
+        _enforce(_failure_counters(), [])
+        g.authentication_failed = isinstance(refusal, NotAuthenticated)
+        raise
+    g.principal = principal
+    g.scope = None if principal.is_trial else InstitutionScope(principal.institution_id)
+    _enforce(_failure_counters(), _credential_counters())

@@ -5,6 +5,7 @@ from cli.admin import ADMIN_COMMANDS, users_cli
 from cli.counts import counts_group
 from cli.dev_servers import DEV_SERVER_COMMANDS
 from cli.messages import messages_group
+from cli.migrations import migration_commands
 from cli.privacy import applicants_group
 from cli.retention import retention_group
 from cli.simulator import registry_simulator_command
@@ -13,4 +14,4 @@ from cli.webhooks import webhooks_group
 
 users_cli.add_command(reset_two_factor_command)
 COMMANDS = (*ADMIN_COMMANDS, counts_group, registry_simulator_command, webhooks_group, messages_group,
-            retention_group, applicants_group, *DEV_SERVER_COMMANDS)
+            retention_group, applicants_group, migration_commands, *DEV_SERVER_COMMANDS)

@@ -7,6 +7,12 @@ for every request, the portal and public pages in the views that act); the app's
 
 Rows are written on their own connection and transaction, so an audit row is kept even when the
 request's own transaction was rolled back, and writing it never commits the request's pending work.
+
+The row is committed before the response leaves the worker (the hook runs before the response is sent), so
+a request whose caller got an answer has its row even if the worker is killed (SIGKILL) right after. On
+PostgreSQL that commit is asynchronous (`synchronous_commit = off` for the audit transaction only): it does
+not wait for the WAL flush to disk. A killed web worker cannot lose such a row, the server already has it;
+only a crash of PostgreSQL itself (or its machine) within `wal_writer_delay` (200 ms) of the commit could.
 """
 from __future__ import annotations
 
@@ -16,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode
 
-from sqlalchemy import insert
+from sqlalchemy import insert, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from core.extensions import db
@@ -33,6 +39,8 @@ _PATH_PARAMETER = re.compile(r"<(?:[^<>:]+:)?([^<>]+)>")
 _SECRET_VALUE = re.compile(
     r"(sk_(live|trial)_[A-Za-z0-9_]+|whsec_[A-Za-z0-9_\-]+|eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]*)")
 _LONG_DIGITS = re.compile(r"\d{9,}")
+_ASYNCHRONOUS_COMMIT = text("SET LOCAL synchronous_commit = off")
+_INSERT_ROW = insert(AuditLog.__table__)
 
 
 @dataclass
@@ -90,7 +98,9 @@ def record_request(entry: AuditEntry, *, status: int, request_id: str, method: s
         fields[name] = fields[name][:AuditLog.__table__.c[name].type.length]
     try:
         with db.engine.begin() as connection:
-            connection.execute(insert(AuditLog.__table__).values(**fields))
+            if connection.dialect.name == "postgresql":
+                connection.execute(_ASYNCHRONOUS_COMMIT)
+            connection.execute(_INSERT_ROW, fields)
     except SQLAlchemyError:
         logger.exception("Could not write the audit row of request %s", request_id or "-")
 

@@ -2,22 +2,32 @@
 
 `authenticate()` is the only place a credential is turned into a `Principal`. The institution check lives
 here too, so a key of a disabled or deleted institution gets the same 404 on every endpoint.
+
+Credential cache: what a key hash and an institution id resolve to is kept in process for at most
+`API_CREDENTIAL_CACHE_SECONDS` (≤ 1 s), so a busy key costs one lookup per second per process instead of two
+queries per request. Revocation needs no message between nodes: an entry read before a revocation commits
+expires within that time on every node, whether Redis is up or not (Redis plays no part). On the node that
+made the change, a commit touching an API key or an institution empties the cache at once.
 """
 from __future__ import annotations
 
 import hashlib
 import hmac
+import time
 from dataclasses import dataclass
+from datetime import datetime
 from functools import lru_cache
 from typing import Literal
 
-import jwt
-from sqlalchemy import select, update
+from sqlalchemy import event, select, update
+from sqlalchemy.orm import Session
 
+from core.config import settings
 from core.errors import NotAuthenticated, NotFound
 from core.extensions import db
 from core.keys import hash_key, looks_like_live_key
 from core.models import ApiKey, Institution, utcnow
+from core.models.identity import INSTITUTION_ACTIVE
 
 PrincipalKind = Literal["live_key", "trial", "oidc"]
 LAST_USED_RESOLUTION_SECONDS = 60
@@ -99,34 +109,138 @@ def authenticate(authorization_header: str | None, settings: AuthSettings) -> Pr
     raise NotAuthenticated(INVALID_CREDENTIALS)
 
 
+@dataclass(frozen=True)
+class _KeyRecord:
+    """The columns of an API key that authentication needs, with its institution's standing."""
+    id: str
+    institution_id: str
+    prefix: str
+    revoked: bool
+    institution_active: bool
+    last_used_at: datetime | None
+
+
+class _CredentialCache:
+    """Key hash → `_KeyRecord` and institution id → active, each kept for a short time (see the module doc).
+
+    Plain dicts: reads and writes of one entry are atomic under the GIL, and a lost race only costs a query.
+    Unknown key hashes are not kept (guesses must not fill memory).
+    """
+
+    MAX_ENTRIES = 10_000
+
+    def __init__(self):
+        self.keys: dict[str, tuple[float, _KeyRecord]] = {}
+        self.institutions: dict[str, tuple[float, bool]] = {}
+
+    @staticmethod
+    def lifetime() -> float:
+        return min(settings().API_CREDENTIAL_CACHE_SECONDS, MAX_CREDENTIAL_CACHE_SECONDS)
+
+    def get(self, table: dict, name: str):
+        entry = table.get(name)
+        if entry is None or entry[0] <= time.monotonic():
+            return None
+        return entry[1]
+
+    def put(self, table: dict, name: str, value, lifetime: float) -> None:
+        if lifetime <= 0:
+            return
+        if len(table) >= self.MAX_ENTRIES:
+            table.clear()
+        table[name] = (time.monotonic() + lifetime, value)
+
+    def clear(self) -> None:
+        self.keys.clear()
+        self.institutions.clear()
+
+
+MAX_CREDENTIAL_CACHE_SECONDS = 1.0
+_cache = _CredentialCache()
+
+
+@event.listens_for(Session, "after_flush")
+def _note_credential_changes(session, _flush_context) -> None:
+    changed = (*session.new, *session.dirty, *session.deleted)
+    if any(isinstance(instance, (ApiKey, Institution)) for instance in changed):
+        session.info["karibu_credentials_changed"] = True
+
+
+@event.listens_for(Session, "after_commit")
+def _forget_changed_credentials(session) -> None:
+    """A revocation or an institution's change made in this process is seen at once here (others: TTL)."""
+    if session.info.pop("karibu_credentials_changed", False):
+        _cache.clear()
+
+
+@event.listens_for(Session, "after_rollback")
+def _drop_change_note(session) -> None:
+    session.info.pop("karibu_credentials_changed", None)
+
+
+def _key_record(key_hash: str) -> _KeyRecord | None:
+    """The key with this hash and its institution's standing: from the cache, else one query."""
+    record = _cache.get(_cache.keys, key_hash)
+    if record is not None:
+        return record
+    lifetime = _cache.lifetime()
+    row = db.session.execute(
+        select(ApiKey.id, ApiKey.institution_id, ApiKey.prefix, ApiKey.revoked_at, ApiKey.last_used_at,
+               Institution.status, Institution.deleted_at)
+        .outerjoin(Institution, Institution.id == ApiKey.institution_id)
+        .where(ApiKey.key_hash == key_hash)).one_or_none()
+    if row is None:
+        return None
+    record = _KeyRecord(id=row.id, institution_id=row.institution_id, prefix=row.prefix,
+                        revoked=row.revoked_at is not None,
+                        institution_active=_is_active(row.status, row.deleted_at),
+                        last_used_at=row.last_used_at)
+    _cache.put(_cache.keys, key_hash, record, lifetime)
+    return record
+
+
+def _is_active(status: str | None, deleted_at: datetime | None) -> bool:
+    """`Institution.is_active` from its two columns."""
+    return status == INSTITUTION_ACTIVE and deleted_at is None
+
+
 def _authenticate_live_key(raw_key: str) -> Principal:
     if not looks_like_live_key(raw_key):
         raise NotAuthenticated(INVALID_CREDENTIALS)
-    key = db.session.scalars(select(ApiKey).where(ApiKey.key_hash == hash_key(raw_key))).one_or_none()
+    key_hash = hash_key(raw_key)
+    key = _key_record(key_hash)
     if key is None:
         raise NotAuthenticated(INVALID_CREDENTIALS)
-    if key.revoked_at is not None:
+    if key.revoked:
         raise NotAuthenticated("API key has been revoked")
-    _require_active_institution(key.institution_id)
-    _touch_last_used(key)
+    if not key.institution_active:
+        raise NotFound("Institution not found")
+    _touch_last_used(key_hash, key)
     return Principal(kind="live_key", institution_id=key.institution_id, key_id=key.id, actor=key.prefix,
                      credential_id=f"key:{key.id}")
 
 
-def _touch_last_used(key: ApiKey) -> None:
+def _touch_last_used(key_hash: str, key: _KeyRecord) -> None:
     """Record use at most once a minute per key, so hot keys do not write on every request."""
     now = utcnow()
     if key.last_used_at is None or (now - key.last_used_at).total_seconds() >= LAST_USED_RESOLUTION_SECONDS:
         db.session.execute(update(ApiKey).where(ApiKey.id == key.id).values(last_used_at=now))
         db.session.commit()
+        cached = _cache.keys.get(key_hash)
+        if cached is not None and cached[1].id == key.id:
+            _cache.keys[key_hash] = (cached[0], _KeyRecord(**{**key.__dict__, "last_used_at": now}))
 
 
 @lru_cache(maxsize=8)
-def _jwks_client(jwks_url: str) -> jwt.PyJWKClient:
+def _jwks_client(jwks_url: str) -> "jwt.PyJWKClient":
+    import jwt  # with `cryptography`, 11 MiB per process: imported only where identity tokens are enabled
+
     return jwt.PyJWKClient(jwks_url, cache_keys=True, lifespan=300, timeout=5)
 
 
 def _authenticate_oidc(token: str, settings: AuthSettings) -> Principal:
+    import jwt
+
     try:
         signing_key = _jwks_client(settings.oidc_jwks_url).get_signing_key_from_jwt(token)
         claims = jwt.decode(
@@ -152,6 +266,12 @@ def _authenticate_oidc(token: str, settings: AuthSettings) -> Principal:
 
 
 def _require_active_institution(institution_id: str) -> None:
-    institution = db.session.get(Institution, institution_id)
-    if institution is None or not institution.is_active:
+    active = _cache.get(_cache.institutions, institution_id)
+    if active is None:
+        lifetime = _cache.lifetime()
+        row = db.session.execute(select(Institution.status, Institution.deleted_at)
+                                 .where(Institution.id == institution_id)).one_or_none()
+        active = row is not None and _is_active(row.status, row.deleted_at)
+        _cache.put(_cache.institutions, institution_id, active, lifetime)
+    if not active:
         raise NotFound("Institution not found")

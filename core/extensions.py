@@ -10,7 +10,6 @@ from flask_babel import Babel
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
 from flask_login import LoginManager
-from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
 from flask_wtf import CSRFProtect
 from sqlalchemy import Engine, event
@@ -66,7 +65,6 @@ def _locks_rows(context) -> bool:
     return getattr(compiled.statement, "_for_update_arg", None) is not None  # select(...).with_for_update()
 
 
-migrate = Migrate()
 login_manager = LoginManager()
 csrf = CSRFProtect()
 babel = Babel()
@@ -74,6 +72,21 @@ babel = Babel()
 
 # Rate-limit headers are written by the API itself (api.auth.add_rate_limit_headers).
 limiter = Limiter(key_func=get_remote_address, headers_enabled=False)
+
+
+class DeferredMigrate:
+    """Stands in `app.extensions["migrate"]` until a `flask db` command first reads it: only then is
+    Flask-Migrate (with Alembic, 11 MiB) imported and bound, not in every web worker."""
+
+    def __init__(self, app, directory: str):
+        self._app, self._directory = app, directory
+        app.extensions["migrate"] = self
+
+    def __getattr__(self, name: str):
+        from flask_migrate import Migrate
+
+        Migrate(self._app, db, directory=self._directory)  # replaces this stand-in in app.extensions
+        return getattr(self._app.extensions["migrate"], name)
 
 
 def redis_connection() -> redis.Redis:

@@ -6,11 +6,11 @@ out of rotation until it answers again.
 """
 from __future__ import annotations
 
+import ast
 import math
 from pathlib import Path
 
 import redis
-from alembic.script import ScriptDirectory
 from flask import Blueprint, current_app, jsonify
 from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
@@ -90,13 +90,28 @@ def _check_redis() -> str:
         return "unreachable"
 
 
+def migration_heads(versions: Path) -> set[str]:
+    """The revisions no other revision builds on, read from the files' `revision`/`down_revision` lines
+    (what Alembic's ScriptDirectory would say, without importing Alembic into every web worker)."""
+    revisions, parents = set(), set()
+    for path in versions.glob("*.py"):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and node.targets[0].id in ("revision", "down_revision"):
+                name, value = node.targets[0].id, ast.literal_eval(node.value)
+                if name == "revision":
+                    revisions.add(value)
+                elif name == "down_revision" and value is not None:
+                    parents.update(value if isinstance(value, (tuple, list)) else (value,))
+    return revisions - parents
+
+
 def _check_migrations() -> str:
     """`ok` when the database's Alembic revision is the code's head, else `not_at_head`/`not_migrated`."""
     heads = current_app.extensions.get("karibu_migration_heads")
     if heads is None:
         directory = Path(current_app.root_path) / "migrations"
-        heads = current_app.extensions["karibu_migration_heads"] = set(
-            ScriptDirectory(str(directory)).get_heads())
+        heads = current_app.extensions["karibu_migration_heads"] = migration_heads(directory / "versions")
     try:
         with _probe_engine().connect() as connection:
             current = set(connection.execute(text("SELECT version_num FROM alembic_version")).scalars())

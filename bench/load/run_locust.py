@@ -1,0 +1,133 @@
+"""The load test a user can run (#12): locust, headless, against Karibu and the minimal-Flask baseline.
+
+Starts, in turn for each run (interleaved), the baseline app (bench/load/baseline_app.py, a body the size
+of Karibu's list page) and Karibu on the same gunicorn settings, both on loopback, and drives each with
+bench/load/locustfile.py (list, search, by-id, PATCH, trial verification, portal applicant list) for
+`--run-time` seconds or `--max-requests` requests, whichever comes first. Prints req/s, p50 and p99 per
+endpoint beside the baseline's, and the load average.
+
+    pip install -e '.[bench]'
+    DATABASE_URL=postgresql+psycopg://…/karibu_bench python bench/load/run_locust.py --runs 3
+
+Karibu's staff session is the seeded admin's (`seed-demo`), or --staff-email/--staff-password.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import requests
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from bench.load.common import (  # noqa: E402
+    PROJECT_ROOT, TRIAL_KEY, bench_institution_id, gunicorn, load_average, new_api_key, spread,
+)
+
+LOCUSTFILE = Path(__file__).with_name("locustfile.py")
+ENDPOINTS = ("list", "search", "by-id", "patch", "verification", "portal applicants")
+_CSRF = re.compile(r'name="csrf_token" type="hidden" value="([^"]+)"')
+
+
+def sign_in(base: str, email: str, password: str) -> str:
+    """`name=value` of a signed-in staff session cookie."""
+    session = requests.Session()
+    form = session.get(f"{base}/login", timeout=60).text
+    response = session.post(f"{base}/login", data={"email": email, "password": password,
+                                                   "csrf_token": _CSRF.search(form).group(1)},
+                            allow_redirects=False, timeout=60)
+    if response.status_code != 302:
+        raise SystemExit(f"staff sign-in failed ({response.status_code}): check --staff-email/--staff-password")
+    cookie = next(iter(session.cookies))
+    return f"{cookie.name}={cookie.value}"
+
+
+def warm(base: str, key: str, cookie: str, verification: dict, rounds: int = 5) -> None:
+    """Sequential requests to every endpoint first: a worker's first requests load what the app loads lazily,
+    which on a busy machine takes seconds and would be measured as the endpoint's latency."""
+    api = {"Authorization": f"Bearer {key}"}
+    name, _, value = cookie.partition("=")
+    for _ in range(rounds):
+        page = requests.get(f"{base}/api/v1/applications?limit=50", headers=api, timeout=120).json()["data"]
+        requests.get(f"{base}/api/v1/applications/search?q=mar", headers=api, timeout=120)
+        requests.get(f"{base}/api/v1/applications/by-id?ids={page[0]['id']}", headers=api, timeout=120)
+        requests.patch(f"{base}/api/v1/applications/update", headers=api, timeout=120,
+                       json={"updates": [{"id": page[0]["id"], "stage": page[0]["application"]["stage"]}]})
+        requests.post(f"{base}/api/v1/verifications", json=verification, timeout=120,
+                      headers={"Authorization": f"Bearer {TRIAL_KEY}"})
+        requests.get(f"{base}/applicants", cookies={name: value}, timeout=120, allow_redirects=False)
+
+
+def run_locust(base: str, options, env_extra: dict[str, str]) -> dict[str, dict]:
+    with tempfile.TemporaryDirectory() as directory:
+        prefix = str(Path(directory) / "stats")
+        subprocess.run(
+            [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "--host", base,
+             "-u", str(options.users), "-r", str(options.users), "--run-time", f"{options.run_time * 3 + 30}s",
+             "--csv", prefix, "--only-summary", "--loglevel", "WARNING", "--stop-timeout", "5"],
+            env={**__import__("os").environ, **env_extra}, check=False, capture_output=True, text=True)
+        with open(prefix + "_stats.csv", newline="") as stats:
+            rows = {row["Name"]: row for row in csv.DictReader(stats)}
+    return {name: {"rps": float(row["Requests/s"]), "p50": float(row["50%"]), "p99": float(row["99%"]),
+                   "failures": int(row["Failure Count"]), "requests": int(row["Request Count"])}
+            for name, row in rows.items() if name in ENDPOINTS or name == "Aggregated"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--users", type=int, default=32)
+    parser.add_argument("--run-time", type=int, default=20, help="seconds per measurement")
+    parser.add_argument("--max-requests", type=int, default=20000, help="per measurement")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--staff-email", default="admin@demo-university.ac.rw")
+    parser.add_argument("--staff-password", default="karibu-demo-2026")
+    options = parser.parse_args()
+    settings = dict(workers=options.workers, threads=options.threads)
+    key = new_api_key(bench_institution_id())
+    with gunicorn("wsgi:app", PROJECT_ROOT, **settings) as base:
+        body_bytes = len(requests.get(f"{base}/api/v1/applications?limit=50",
+                                      headers={"Authorization": f"Bearer {key}"}, timeout=60).content)
+        issuers = requests.get(f"{base}/api/v1/verifications/issuers",
+                               headers={"Authorization": f"Bearer {TRIAL_KEY}"}, timeout=60).json()
+        verification = next(request for issuer in issuers["data"] for request in issuer.get("demo_requests", []))
+    print(f"gunicorn -w {options.workers} --threads {options.threads}, {options.users} locust users, "
+          f"{options.run_time} s or {options.max_requests} requests per measurement; baseline body {body_bytes} "
+          f"bytes; load {load_average()}")
+    env_extra = {"KARIBU_LOAD_API_KEY": key, "KARIBU_LOAD_VERIFICATION": json.dumps(verification),
+                 "KARIBU_LOAD_MAX_REQUESTS": str(options.max_requests), "KARIBU_LOAD_SECONDS": str(options.run_time)}
+    results: dict[str, list[dict]] = {"baseline": [], "karibu": []}
+    for run in range(1, options.runs + 1):
+        with gunicorn("bench.load.baseline_app:app", PROJECT_ROOT, extra_env={"BASELINE_BODY_BYTES": str(body_bytes)},
+                      **settings) as base:
+            results["baseline"].append(run_locust(base, options, env_extra))
+        with gunicorn("wsgi:app", PROJECT_ROOT, **settings) as base:
+            cookie = sign_in(base, options.staff_email, options.staff_password)
+            warm(base, key, cookie, verification)
+            results["karibu"].append(run_locust(base, options, {**env_extra, "KARIBU_LOAD_PORTAL_COOKIE": cookie}))
+        print(f"run {run}: baseline {results['baseline'][-1]['Aggregated']['rps']:.0f} req/s, "
+              f"Karibu {results['karibu'][-1]['Aggregated']['rps']:.0f} req/s, load {load_average()}", flush=True)
+
+    print("\nper endpoint, min / median / max over the runs (locust's p50/p99 are rounded to 2 significant digits)")
+    print(f"{'endpoint':18s} {'Karibu req/s':>20s} {'p50 ms':>16s} {'p99 ms':>18s} {'failures':>9s}   "
+          f"{'baseline req/s':>20s} {'p50 ms':>14s} {'p99 ms':>14s}")
+    for name in (*ENDPOINTS, "Aggregated"):
+        karibu = [run[name] for run in results["karibu"] if name in run]
+        baseline = [run[name] for run in results["baseline"] if name in run]
+        if not karibu or not baseline:
+            continue
+        print(f"{name:18s} {spread([r['rps'] for r in karibu], 1):>20s} {spread([r['p50'] for r in karibu]):>16s} "
+              f"{spread([r['p99'] for r in karibu]):>18s} {sum(r['failures'] for r in karibu):>9d}   "
+              f"{spread([r['rps'] for r in baseline], 1):>20s} {spread([r['p50'] for r in baseline]):>14s} "
+              f"{spread([r['p99'] for r in baseline]):>14s}")
+    print(f"load average at the end: {load_average()}")
+
+
+if __name__ == "__main__":
+    main()
