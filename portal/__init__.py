@@ -25,6 +25,7 @@ from portal import (  # noqa: F401
     dashboard,
     keys,
     messages,
+    preferences,
     responses,
     users,
     verification,

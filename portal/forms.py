@@ -3,11 +3,13 @@ CSRF token twice (CSRFProtect for the whole app, then the form), and exempting a
 """
 from __future__ import annotations
 
+from flask_babel import gettext, lazy_gettext
 from flask_wtf import FlaskForm
 from wtforms import BooleanField, EmailField, PasswordField, SelectField, SelectMultipleField, StringField
 from wtforms.validators import DataRequired, Length, ValidationError
 
 from core.errors import InvalidInput
+from core.i18n import STAFF_LANGUAGES
 
 
 def _strip(value):
@@ -19,8 +21,18 @@ def submitted(form: FlaskForm) -> FlaskForm:
     again, for a view that someone exempted from CSRFProtect)."""
     if not form.validate_on_submit():
         name, messages = next(iter(form.errors.items()))
-        raise InvalidInput(f"{name}: {messages[0]}", field=name)
+        if name == "csrf_token":
+            # Worded apart from CSRFProtect's refusal, so a test can tell which of the two checks refused.
+            raise InvalidInput(gettext("The form's security token is missing or expired. Reload the page and try "
+                                       "again."), field=name)
+        raise InvalidInput(f"{field_label(form, name)}: {messages[0]}", field=name)
     return form
+
+
+def field_label(form: FlaskForm, name: str) -> str:
+    """What a person calls a field: its label, never its raw name (`confirm_billing`)."""
+    field = form._fields.get(name)
+    return str(field.label.text) if field is not None else name.replace("_", " ").capitalize()
 
 
 class ActionForm(FlaskForm):
@@ -37,7 +49,8 @@ class LoginForm(FlaskForm):
 
 
 class ApiKeyForm(FlaskForm):
-    name = StringField("Key name", validators=[DataRequired("Give the key a name."), Length(max=100)])
+    name = StringField(lazy_gettext("Key name"),
+                       validators=[DataRequired(lazy_gettext("Give the key a name.")), Length(max=100)])
 
 
 class NewUserForm(FlaskForm):
@@ -91,7 +104,7 @@ class ResendMessageForm(FlaskForm):
 
 
 class DefaultLanguageForm(FlaskForm):
-    language = SelectField("Language for applicants who did not choose one", choices=[
+    language = SelectField(lazy_gettext("Language for applicants who did not choose one"), choices=[
         ("en", "English"), ("fr", "Français (French)"), ("sw", "Kiswahili (Swahili)")])
 
 
@@ -115,3 +128,14 @@ class DataErasureForm(FlaskForm):
     def validate_confirm(self, field):
         if (field.data or "").strip() != "ERASE":
             raise ValidationError("Type ERASE (in capitals) to confirm.")
+
+
+class TimeZoneForm(FlaskForm):
+    """The institution's time zone; the empty choice follows the zone of the institution's country."""
+    time_zone = SelectField(lazy_gettext("Time zone"), validate_choice=False, filters=[_strip])
+
+
+class LanguageForm(FlaskForm):
+    language = SelectField(lazy_gettext("Language of the portal"),
+                           choices=[(code, name) for code, name in STAFF_LANGUAGES.items()],
+                           validators=[DataRequired(lazy_gettext("Choose a language."))])
