@@ -2,19 +2,26 @@
 from __future__ import annotations
 
 from flask import g, request, url_for
+from flask_babel import lazy_gettext as _l
 
 from core.audit_trail import OUTCOMES, SOURCES, audit_page, parse_audit_filters
+from core.errors import InvalidInput
 from portal import bp
+from portal.forms import labelled
 from portal.rendering import is_partial_request, render_page
 from portal.security import staff_required
 
 FILTER_NAMES = ("source", "actor", "outcome", "since", "until")
+FILTER_LABELS = {"source": _l("Source"), "outcome": _l("Outcome"), "since": _l("From"), "until": _l("Until")}
 
 
 @bp.get("/audit")
 @staff_required
 def audit_log():
-    filters = parse_audit_filters(request.args)
+    try:
+        filters = parse_audit_filters(request.args)
+    except InvalidInput as error:
+        raise labelled(error, FILTER_LABELS) from None
     page = audit_page(g.scope, filters)
     shown = {name: request.args[name].strip() for name in FILTER_NAMES if (request.args.get(name) or "").strip()}
     context = dict(page=page, shown=shown, sources=SOURCES, outcomes=OUTCOMES)

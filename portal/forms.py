@@ -8,7 +8,7 @@ from flask_wtf import FlaskForm
 from wtforms import BooleanField, EmailField, PasswordField, SelectField, SelectMultipleField, StringField
 from wtforms.validators import DataRequired, Length, ValidationError
 
-from core.errors import InvalidInput
+from core.errors import InvalidInput, KaribuError
 from core.i18n import STAFF_LANGUAGES
 
 
@@ -33,6 +33,17 @@ def field_label(form: FlaskForm, name: str) -> str:
     """What a person calls a field: its label, never its raw name (`confirm_billing`)."""
     field = form._fields.get(name)
     return str(field.label.text) if field is not None else name.replace("_", " ").capitalize()
+
+
+def labelled(error: KaribuError, labels: dict) -> KaribuError:
+    """A core error whose message starts with a raw parameter name (`since must be …`), told with the field's
+    label instead (`From must be …`); other errors unchanged."""
+    name = error.name
+    if name in labels and error.message.startswith(f"{name} "):
+        message = f"{labels[name]} {error.message.removeprefix(name).lstrip()}"
+        return type(error)(message, errors=[{**item, "message": message} if item["name"] == name else item
+                                            for item in error.errors], **error.extra)
+    return error
 
 
 class ActionForm(FlaskForm):

@@ -72,14 +72,11 @@ DATE_PATTERN = "d MMM y"             # 30 Mar 2025
 
 
 def display_zone() -> ZoneInfo:
-    """The zone of every time shown in this request: the signed-in user's institution's, else one a public
-    view chose (`g.display_time_zone`), else UTC. Looked up once per request."""
+    """The zone of every time shown in this request: the signed-in user's institution's, else UTC (the public
+    pages show no times). Looked up once per request."""
     if "display_zone" not in g:
-        if current_user and current_user.is_authenticated:
-            name = time_zone_of(InstitutionScope(current_user.institution_id))
-        else:
-            name = g.get("display_time_zone")
-        g.display_zone = zone_info(name)
+        signed_in = current_user and current_user.is_authenticated
+        g.display_zone = zone_info(time_zone_of(InstitutionScope(current_user.institution_id)) if signed_in else None)
     return g.display_zone
 
 
