@@ -153,3 +153,23 @@ def test_a_refused_filter_is_named_by_its_label(admin):
     assert response.status_code == 400
     assert "Status must be one of: queued, sent, retry_scheduled, failed" in html
     assert "<strong>status</strong>" not in html
+
+
+def test_audit_days_are_days_of_the_institution_zone(app, factory, portal_as):
+    institution = factory.institution()
+    factory.program(institution, currency="RWF")
+    staff = portal_as("staff", institution=institution)
+    with app.app_context():
+        # 23:30 UTC on 29 March is 01:30 on 30 March in Kigali.
+        db.session.add(AuditLog(institution_id=institution.id, actor="crm-sync", source="api", method="GET",
+                                path="/api/v1/cycles", status=200, created_at=datetime(2025, 3, 29, 23, 30)))
+        db.session.commit()
+    on_the_day = _text(staff.get("/audit?source=api&since=2025-03-30&until=2025-03-30"))
+    assert '<time datetime="2025-03-29T23:30:00Z">30 Mar 2025, 01:30</time>' in on_the_day
+    day_before = _text(staff.get("/audit?source=api&since=2025-03-29&until=2025-03-29"))
+    assert "2025-03-29T23:30:00Z" not in day_before and "Nothing recorded for these filters." in day_before
+
+
+def test_a_bad_audit_date_is_named_by_its_label(staff):
+    response = staff.get("/audit?since=yesterday")
+    assert response.status_code == 400 and "From must be an ISO-8601 date" in _text(response)
