@@ -149,6 +149,12 @@ def format_percent(share: float) -> str:
     return f"{share * 100:.0f}%"
 
 
+def decision_labels() -> dict[str, str]:
+    """Each admission decision in words of the page's language (the stored values are English codes)."""
+    return {"none": _l("No decision yet"), "accepted": _l("Accepted"), "waitlisted": _l("Waitlisted"),
+            "rejected": _l("Rejected"), "deferred": _l("Deferred")}
+
+
 def page_language() -> str:
     """The language the page is drawn in (the `lang` of `<html>`)."""
     return str(get_locale() or "en")
@@ -165,6 +171,7 @@ def register_template_helpers(app: Flask) -> None:
     app.add_template_global(portal_nav)
     app.add_template_global(display_zone)
     app.add_template_global(page_language)
+    app.add_template_global(decision_labels)
 
     @app.context_processor
     def _institution():

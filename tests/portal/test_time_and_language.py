@@ -173,3 +173,15 @@ def test_audit_days_are_days_of_the_institution_zone(app, factory, portal_as):
 def test_a_bad_audit_date_is_named_by_its_label(staff):
     response = staff.get("/audit?since=yesterday")
     assert response.status_code == 400 and "From must be an ISO-8601 date" in _text(response)
+
+
+def test_dashboard_names_decisions_in_words_and_counts_with_plurals(factory, portal_as):
+    institution = factory.institution()
+    program = factory.program(institution)
+    cycle = factory.cycle(institution, programs=[program], name="Intake")
+    factory.stages(institution)
+    factory.application(institution, program=program, cycle=cycle, decision="accepted")
+    staff = portal_as("staff", institution=institution)
+    html = _text(staff.get("/dashboard"))
+    assert re.search(r'decision=none">No decision yet<span class="visually-hidden">: 0 applications</span>', html)
+    assert re.search(r'decision=accepted">Accepted<span class="visually-hidden">: 1 application</span>', html)
