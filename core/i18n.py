@@ -17,6 +17,9 @@ from babel.messages.pofile import read_po
 from core.config import PROJECT_ROOT
 
 LANGUAGES = {"en": "English", "fr": "Français", "sw": "Kiswahili"}
+# Languages of the staff portal: those whose catalogue covers the staff pages (Swahili covers only the
+# applicant-facing text so far).
+STAFF_LANGUAGES = {"en": "English", "fr": "Français"}
 DEFAULT_LANGUAGE = "en"
 CATALOGUE_DIR = PROJECT_ROOT / "translations"
 

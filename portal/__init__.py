@@ -26,6 +26,7 @@ from portal import (  # noqa: F401
     dashboard,
     keys,
     messages,
+    preferences,
     responses,
     two_factor,
     users,

@@ -9,6 +9,9 @@ import math
 from dataclasses import dataclass
 from datetime import date, timedelta
 
+from babel.dates import format_date
+from flask_babel import get_locale
+
 WIDTH = 720
 HEIGHT = 260
 MARGIN_LEFT = 44
@@ -112,7 +115,7 @@ def daily_chart(series: list[tuple[date, int]]) -> DailyChart:
 
     every = max(1, math.ceil(len(series) / MAX_X_LABELS))
     x_labels = [
-        XLabel(text=bar.day.strftime("%d %b"), x=round(bar.x + bar.width / 2, 2))
+        XLabel(text=format_date(bar.day, "d MMM", locale=get_locale() or "en"), x=round(bar.x + bar.width / 2, 2))
         for index, bar in enumerate(bars)
         if index % every == 0
     ]

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from flask import current_app, g
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext as _l
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException, InternalServerError
 
@@ -9,15 +11,15 @@ from core.errors import KaribuError
 from portal.rendering import render_page
 
 TITLES = {
-    400: "That request could not be used",
-    401: "Sign-in needed",
-    403: "Not allowed",
-    404: "Not found",
-    405: "Not allowed here",
-    409: "Conflict",
-    413: "Too large",
-    429: "Too many attempts",
-    503: "Temporarily unavailable",
+    400: _l("That request could not be used"),
+    401: _l("Sign-in needed"),
+    403: _l("Not allowed"),
+    404: _l("Not found"),
+    405: _l("Not allowed here"),
+    409: _l("Conflict"),
+    413: _l("Too large"),
+    429: _l("Too many attempts"),
+    503: _l("Temporarily unavailable"),
 }
 
 
@@ -31,12 +33,14 @@ def html_error(exc: Exception):
     elif isinstance(exc, HTTPException):
         status, message = exc.code or 500, exc.description
         if isinstance(exc, CSRFError):
-            message = "Your form expired or came from another site. Reload the page and try again."
+            message = _("Your form expired or came from another site. Reload the page and try again.")
     else:
         current_app.logger.exception("Unhandled error in request %s", g.get("request_id", "-"))
         status, message = 500, InternalServerError.description
     if status >= 500 and status != 503:
-        message = "Something went wrong on our side. Please try again; if it keeps happening, quote the reference."
-    title = TITLES.get(status, "Something went wrong")
+        message = _("Something went wrong on our side. Please try again; if it keeps happening, quote the reference.")
+    title = TITLES.get(status) or _("Something went wrong")
+    # The field list adds only what the message does not already say.
+    fields = [item for item in fields if item.get("message") != message]
     return render_page("errors/error.html", "errors/partial.html", status=status, title=title,
                        message=message, fields=fields, request_id=g.get("request_id", ""))

@@ -3,12 +3,14 @@ CSRF token twice (CSRFProtect for the whole app, then the form), and exempting a
 """
 from __future__ import annotations
 
+from flask_babel import gettext
 from flask_babel import lazy_gettext as _l
 from flask_wtf import FlaskForm
 from wtforms import BooleanField, EmailField, PasswordField, SelectField, SelectMultipleField, StringField
 from wtforms.validators import DataRequired, EqualTo, Length, ValidationError
 
-from core.errors import InvalidInput
+from core.errors import InvalidInput, KaribuError
+from core.i18n import STAFF_LANGUAGES
 
 
 def _strip(value):
@@ -20,8 +22,29 @@ def submitted(form: FlaskForm) -> FlaskForm:
     again, for a view that someone exempted from CSRFProtect)."""
     if not form.validate_on_submit():
         name, messages = next(iter(form.errors.items()))
-        raise InvalidInput(f"{name}: {messages[0]}", field=name)
+        if name == "csrf_token":
+            # Worded apart from CSRFProtect's refusal, so a test can tell which of the two checks refused.
+            raise InvalidInput(gettext("The form's security token is missing or expired. Reload the page and try "
+                                       "again."), field=name)
+        raise InvalidInput(f"{field_label(form, name)}: {messages[0]}", field=name)
     return form
+
+
+def field_label(form: FlaskForm, name: str) -> str:
+    """What a person calls a field: its label, never its raw name (`confirm_billing`)."""
+    field = form._fields.get(name)
+    return str(field.label.text) if field is not None else name.replace("_", " ").capitalize()
+
+
+def labelled(error: KaribuError, labels: dict) -> KaribuError:
+    """A core error whose message starts with a raw parameter name (`since must be …`), told with the field's
+    label instead (`From must be …`); other errors unchanged."""
+    name = error.name
+    if name in labels and error.message.startswith(f"{name} "):
+        message = f"{labels[name]} {error.message.removeprefix(name).lstrip()}"
+        return type(error)(message, errors=[{**item, "message": message} if item["name"] == name else item
+                                            for item in error.errors], **error.extra)
+    return error
 
 
 class ActionForm(FlaskForm):
@@ -38,7 +61,8 @@ class LoginForm(FlaskForm):
 
 
 class ApiKeyForm(FlaskForm):
-    name = StringField("Key name", validators=[DataRequired("Give the key a name."), Length(max=100)])
+    name = StringField(_l("Key name"),
+                       validators=[DataRequired(_l("Give the key a name.")), Length(max=100)])
 
 
 class NewUserForm(FlaskForm):
@@ -121,7 +145,7 @@ class ResendMessageForm(FlaskForm):
 
 
 class DefaultLanguageForm(FlaskForm):
-    language = SelectField("Language for applicants who did not choose one", choices=[
+    language = SelectField(_l("Language for applicants who did not choose one"), choices=[
         ("en", "English"), ("fr", "Français (French)"), ("sw", "Kiswahili (Swahili)")])
 
 
@@ -159,3 +183,14 @@ class TwoFactorDisableForm(FlaskForm):
 
 class AdminTwoFactorForm(FlaskForm):
     required = BooleanField(_l("Require two-factor sign-in for admins"))
+
+
+class TimeZoneForm(FlaskForm):
+    """The institution's time zone; the empty choice follows the zone of the institution's country."""
+    time_zone = SelectField(_l("Time zone"), validate_choice=False, filters=[_strip])
+
+
+class LanguageForm(FlaskForm):
+    language = SelectField(_l("Language of the portal"),
+                           choices=[(code, name) for code, name in STAFF_LANGUAGES.items()],
+                           validators=[DataRequired(_l("Choose a language."))])

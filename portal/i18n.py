@@ -1,14 +1,21 @@
-"""The language of a page: English for staff; the applicant's language on the public pages."""
+"""The language of a page: the signed-in staff member's choice; the applicant's language on the public pages."""
 from __future__ import annotations
 
 from flask import g, request
+from flask_login import current_user
 
 from core.i18n import DEFAULT_LANGUAGE, LANGUAGES, supported_language
+from core.preferences import user_language
 
 
 def select_locale() -> str:
-    """Flask-Babel's locale selector: what a public view chose for this request, else English."""
-    return g.get("page_language") or DEFAULT_LANGUAGE
+    """Flask-Babel's locale selector: what a public view chose for this request, else the signed-in staff
+    member's language, else English."""
+    if g.get("page_language"):
+        return g.page_language
+    if current_user and current_user.is_authenticated:
+        return user_language(current_user)
+    return DEFAULT_LANGUAGE
 
 
 def visitor_language(fallback: str | None) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flask import flash, g, redirect, url_for
+from flask_babel import gettext as _
 
 from core.keys import create_api_key, list_api_keys, revoke_api_key
 from core.models import ApiKey
@@ -50,5 +51,5 @@ def api_keys_revoke(key_id: str):
     audit("api_key.revoke", key.id)
     if is_partial_request():
         return render_page("keys/partial/row_only.html", key=key)
-    flash(f"Key “{key.name}” was revoked.", "ok")
+    flash(_("Key “%(name)s” was revoked.", name=key.name), "ok")
     return redirect(url_for("portal.api_keys"))

@@ -3,6 +3,7 @@ the institution's default language) and resending a failed message (also from th
 from __future__ import annotations
 
 from flask import flash, g, make_response, redirect, request, url_for
+from flask_babel import gettext as _
 
 from core.errors import InvalidInput
 from core.i18n import LANGUAGES
@@ -17,15 +18,27 @@ from portal.rendering import is_partial_request, render_page
 from portal.security import admin_required, audit, staff_required
 
 PAGE_SIZE = 50
+FILTER_LABELS = {"status": lambda: _("Status"), "channel": lambda: _("Channel")}
 # The HTML part is shown on its own, sandboxed: no script, no form, nothing loaded from elsewhere.
 EMAIL_PREVIEW_POLICY = ("sandbox allow-popups allow-popups-to-escape-sandbox allow-top-navigation-by-user-activation; "
                         "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'")
 
 
+def message_status_labels() -> dict[str, str]:
+    """Each message status in words of the page's language."""
+    return {"queued": _("queued"), "sent": _("sent"), "retry_scheduled": _("retry scheduled"), "failed": _("failed")}
+
+
+@bp.app_context_processor
+def _message_helpers():
+    return {"message_status_labels": message_status_labels}
+
+
 def _filter(name: str, allowed: tuple[str, ...]) -> str | None:
     value = (request.args.get(name) or "").strip()
     if value and value not in allowed:
-        raise InvalidInput(f"{name} must be one of: {', '.join(allowed)}", field=name)
+        raise InvalidInput(_("%(filter)s must be one of: %(values)s", filter=FILTER_LABELS[name](),
+                             values=", ".join(allowed)), field=name)
     return value or None
 
 
@@ -54,10 +67,11 @@ def messages():
 def messages_default_language():
     form = DefaultLanguageForm()
     if not form.validate_on_submit():
-        raise InvalidInput("Choose English, French or Swahili.", field="language")
+        raise InvalidInput(_("Choose English, French or Swahili."), field="language")
     set_default_language(g.scope, form.language.data)
     audit("institution.default_language", form.language.data)
-    flash(f"Applicants who do not choose a language now get {LANGUAGES[form.language.data]}.", "ok")
+    flash(_("Applicants who do not choose a language now get %(language)s.", language=LANGUAGES[form.language.data]),
+          "ok")
     return redirect(url_for("portal.messages"))
 
 
@@ -66,7 +80,7 @@ def messages_default_language():
 def message_detail(message_id: str):
     message = get_message(g.scope, message_id)
     return render_page("messages/detail.html", message=message, body_text=without_private_links(message.body_text),
-                       resend_form=ResendMessageForm())
+                       resend_form=ResendMessageForm(), languages=LANGUAGES)
 
 
 @bp.get("/messages/<message_id>/html")
@@ -88,10 +102,11 @@ def message_resend(message_id: str):
     """Queue a failed message again; answers the applicant file's timeline, or the Messages page."""
     form = ResendMessageForm()
     if not form.validate_on_submit():
-        raise InvalidInput("The form expired; reload the page and try again.", field="csrf_token")
+        raise InvalidInput(_("The form expired; reload the page and try again."), field="csrf_token")
     message = resend_message(g.scope, message_id)
     audit("message.resend", message.id, status=202)
-    text = f"The {message.channel} to {message.recipient} is queued again."
+    text = (_("The email to %(recipient)s is queued again.", recipient=message.recipient) if message.channel == "email"
+            else _("The SMS to %(recipient)s is queued again.", recipient=message.recipient))
     if form.source.data == "file" and message.application_id:
         if is_partial_request():
             return render_timeline(message.application_id, notice=text)

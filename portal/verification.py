@@ -6,6 +6,7 @@ import json
 import shlex
 
 from flask import Response, current_app, g, request, stream_with_context, url_for
+from flask_babel import gettext as _
 from flask_login import current_user
 
 from core.applicant_checks import record_check
@@ -164,8 +165,8 @@ def verification_lookup():
     application_id = _application_id(form.data)
     price = _price()
     if not form.confirm_billing.data:
-        answer = {"code": 400, "error": "Confirm the charge before a live lookup",
-                  "errors": [problem("body", "confirm_billing", "tick the box to accept the charge")]}
+        answer = {"code": 400, "error": _("Confirm the charge before a live lookup"),
+                  "errors": [problem("body", "confirm_billing", _("Tick the box to accept the charge."))]}
         outcome = {"status": 400, "answer": answer, "fields": answer["errors"]}
     else:
         outcome = _outcome(_staff_principal(), body)

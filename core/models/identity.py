@@ -28,6 +28,8 @@ class Institution(Base):
     default_language: Mapped[str] = mapped_column(String(8), default="en", server_default="en")
     # Admins must sign in with a second factor (they enrol at their next sign-in or request).
     require_admin_two_factor: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sa_false())
+    # IANA zone of every time shown in the portal; None: the zone of the institution's country.
+    time_zone: Mapped[str | None] = mapped_column(String(64), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     deleted_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
 
@@ -51,6 +53,8 @@ class User(Base):
     active: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     last_login_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    # Language of the staff portal for this user (en, fr, …); None: English.
+    language: Mapped[str | None] = mapped_column(String(8), nullable=True)
 
     # Flask-Login protocol; kept here because it is a property of the account, not of HTTP.
     @property

@@ -39,7 +39,7 @@ def test_dashboard_counts_the_current_cycle_and_draws_a_chart(staff, factory):
     assert "Intake 2026" in html
     assert re.search(r"<dt>Applications</dt><dd>3</dd>", html)
     assert "33% <small>1 of 3</small>" in html  # paid share and enrolled share
-    assert re.search(r'href="/applicants\?cycle=[^"]+&amp;stage=interview">Interview</a>', html)
+    assert re.search(r'href="/applicants\?cycle=[^"]+&amp;stage=interview">Interview<span class="visually-hidden">: 1 application</span></a>', html)
     assert html.count('<rect class="bar"') == 4  # opened 3 days ago: four days drawn
     assert "3 applications from" in html
     assert response.headers["Vary"] == "HX-Request" or "HX-Request" in response.headers["Vary"]

@@ -1,0 +1,146 @@
+"""axe-core over every page of the portal, as admin, as staff and signed out: no serious or critical violation.
+
+To check a new page, add its path to STAFF_PAGES, ADMIN_PAGES or PUBLIC_PAGES. A path may name the seeded
+rows: {institution}, {application}, {message}, {delivery}, {decision_token} (see `seeded`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from sqlalchemy import select
+
+from core.decisions import decision_response_token
+from core.extensions import db
+from core.models import Decision, Message
+from core.scoping import InstitutionScope
+from core.updates import apply_updates, parse_updates
+from core.webhooks.endpoints import save_endpoint
+from core.webhooks.log import send_test_ping
+from tests.e2e.axe import assert_accessible
+from tests.e2e.conftest import sign_in
+from tests.e2e.test_portal_flow import seed_institution
+
+# Pages every signed-in member of staff reaches.
+STAFF_PAGES = [
+    "/dashboard",
+    "/applicants",
+    "/applicants/{application}",
+    "/cycles",
+    "/verification",
+    "/verification/usage",
+    "/audit",
+    "/account/language",
+    "/try",
+    "/applicants/app_missing",  # the 404 page, signed in
+]
+# Pages answered with an error status (Chromium logs the status as a console error, expected here).
+ERROR_PAGES = {"/applicants/app_missing", "/no-such-page"}
+# Pages only admins reach.
+ADMIN_PAGES = [
+    "/webhooks",
+    "/webhooks/deliveries/{delivery}",
+    "/messages",
+    "/messages/{message}",
+    "/api-keys",
+    "/users",
+    "/settings",
+]
+# Pages for everyone, signed out.
+PUBLIC_PAGES = [
+    "/login",
+    "/try",
+    "/apply/{institution}",
+    "/decisions/respond/{decision_token}",
+    "/no-such-page",  # the 404 page, signed out
+]
+
+
+@dataclass(frozen=True)
+class Seeded:
+    admin_email: str
+    staff_email: str
+    ids: dict
+
+
+@pytest.fixture
+def seeded(app, factory, monkeypatch) -> Seeded:
+    """An institution with applicants, a sent decision (its message and answer link) and a webhook delivery."""
+    monkeypatch.setitem(app.config, "WEBHOOK_ALLOW_PRIVATE_TARGETS", True)
+    institution, admin, applications = seed_institution(factory, applications=12)
+    staff = factory.user(institution, role="staff", email="officer@kih.ac.rw")
+    application = applications[0]
+    scope = InstitutionScope(institution.id)
+    with app.app_context():
+        apply_updates(scope, parse_updates({"updates": [{"id": application.id, "decision": "accepted",
+                                                          "send_decision": True}]}),
+                      emit_application_updated=False)
+        decision = db.session.scalars(select(Decision).where(Decision.application_id == application.id)).one()
+        message = db.session.scalars(select(Message).where(Message.application_id == application.id)).first()
+        save_endpoint(scope, "https://127.0.0.1:9/karibu")
+        delivery = send_test_ping(scope)
+        ids = {"institution": institution.id, "application": application.id, "message": message.id,
+               "delivery": delivery.id, "decision_token": decision_response_token(decision)}
+    return Seeded(admin_email=admin.email, staff_email=staff.email, ids=ids)
+
+
+def _check_pages(page, paths: list[str], seeded: Seeded, page_errors: list) -> None:
+    for template in paths:
+        path = template.format(**seeded.ids)
+        response = page.goto(path, wait_until="load")
+        if template in ERROR_PAGES:
+            assert response.status == 404
+            page_errors[:] = [error for error in page_errors if "404" not in error]
+        else:
+            assert response.ok, f"{path} answered {response.status}"
+        assert_accessible(page, path)
+
+
+def test_the_check_finds_a_serious_problem(page):
+    """The helper itself: an image without a text alternative is a critical violation."""
+    page.set_content('<!doctype html><html lang="en"><title>t</title><main><img src="data:,"></main></html>')
+    with pytest.raises(AssertionError, match="image-alt"):
+        assert_accessible(page, "a page with an unlabelled image")
+
+
+def test_admin_pages_have_no_serious_accessibility_problems(page, seeded, page_errors):
+    sign_in(page, seeded.admin_email)
+    _check_pages(page, STAFF_PAGES + ADMIN_PAGES, seeded, page_errors)
+
+
+def test_staff_pages_have_no_serious_accessibility_problems(page, seeded, page_errors):
+    sign_in(page, seeded.staff_email)
+    _check_pages(page, STAFF_PAGES, seeded, page_errors)
+
+
+def test_public_pages_have_no_serious_accessibility_problems(page, seeded, page_errors):
+    _check_pages(page, PUBLIC_PAGES, seeded, page_errors)
+
+
+def test_pages_in_their_answer_states_have_no_serious_accessibility_problems(page, seeded, page_errors):
+    """Forms after a refusal (errors tied to their fields) and the answers of a lookup. Their refusals answer
+    401 or 422, which Chromium logs as console errors: expected here."""
+    page.goto("/login")
+    page.get_by_label("Email").fill(seeded.staff_email)
+    page.get_by_label("Password").fill("not-the-password")
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_load_state("load")
+    assert_accessible(page, "/login after a wrong password")
+
+    page.goto("/try")
+    page.get_by_role("link", name="A-Level · ", exact=False).first.click()
+    page.get_by_role("button", name="Verify").click()
+    page.locator(".certificate").wait_for()
+    assert_accessible(page, "/try with a result")
+
+    sign_in(page, seeded.admin_email)
+    page.goto("/api-keys")
+    page.get_by_role("button", name="Create key").click()
+    page.locator("#name-error").wait_for()
+    assert_accessible(page, "/api-keys after an empty name")
+
+    page.goto("/verification")
+    page.get_by_role("button", name="Verify").click()
+    page.locator("#verification-result .alert").wait_for()
+    assert_accessible(page, "/verification without the billing confirmation")
+    page_errors[:] = [error for error in page_errors if not any(code in error for code in ("401", "422"))]
