@@ -18,3 +18,5 @@ from core.models.checks import ApplicantCheck  # noqa: F401
 from core.models.counts import ApplicationCount, ApplicationDayCount  # noqa: F401
 # Messages to applicants
 from core.models.messages import Message  # noqa: F401
+# History of admission-state changes (who changed what)
+from core.models.history import ApplicationChange  # noqa: F401

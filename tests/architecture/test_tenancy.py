@@ -26,6 +26,7 @@ from core import event_feed
 from core import institutions, listing, overview, updates, users
 from core.documents import document_storage
 from core.errors import InvalidInput, NotFound
+from core.history import Actor
 from core.extensions import db
 from core.models import (
     ApiKey, Applicant, ApplicantCheck, Application, AuditLog, Base, Cycle, Decision, Document, Event, Payment,
@@ -33,6 +34,7 @@ from core.models import (
 )
 from core.messages import log as message_log
 from core.models.counts import ApplicationCount, ApplicationDayCount
+from core.models.history import ApplicationChange
 from core.models.messages import Message
 from core.models.webhooks import WebhookDelivery, WebhookEndpoint
 from core.scoping import InstitutionScope
@@ -41,6 +43,7 @@ from core.webhooks import endpoints, log
 from core.webhooks.runtime import runtime
 
 CORE = Path(__file__).resolve().parents[2] / "core"
+STAFF = Actor.staff("probe@example.rw")
 HAND_WRITTEN_FILTER = re.compile(r"institution_id\s*(==|!=)|filter_by\([^)]*\binstitution_id\s*=")
 
 
@@ -98,6 +101,7 @@ class Rows:
     endpoint_id: str
     delivery_id: str
     message_id: str
+    change_id: str
 
 
 def populate(tag: str, issuer: str) -> Rows:
@@ -137,7 +141,9 @@ def populate(tag: str, issuer: str) -> Rows:
     message = Message(institution_id=institution.id, application_id=application.id, decision_id=decision.id,
                       channel="email", recipient=f"a.{tag}@example.rw", template="decision", language="en",
                       body_text=f"Dear {tag}", status="failed", attempts=8, last_error="550 no such user")
-    db.session.add(message)
+    change = ApplicationChange(institution_id=institution.id, application_id=application.id, kind="stage",
+                               old_value="submitted", new_value=stage.key, actor_kind="staff", actor_name=tag)
+    db.session.add_all([message, change])
     delivery = WebhookDelivery(institution_id=institution.id, endpoint_id=endpoint.id, event_id=event.id,
                                event_type=event.type, status="dead", created_at=now)
     db.session.add(delivery)
@@ -148,7 +154,7 @@ def populate(tag: str, issuer: str) -> Rows:
                 stage_key=stage.key, last_name=f"Surname{tag}", application_id=application.id,
                 decision_id=decision.id, payment_id=payment.id, document_id=document.id, check_id=check.id,
                 event_id=event.id, user_id=user.id, key_id=key.id, issuer=issuer, audit_id=audit.id,
-                endpoint_id=endpoint.id, delivery_id=delivery.id, message_id=message.id)
+                endpoint_id=endpoint.id, delivery_id=delivery.id, message_id=message.id, change_id=change.id)
 
 
 def reached(call) -> bool:
@@ -251,7 +257,7 @@ def institutions_describe(scope, own, target):
 @probe(Stage)
 def updates_stage(scope, own, target):
     batch = updates.parse_updates({"updates": [{"id": own.application_id, "stage": target.stage_key}]})
-    return reached(lambda: updates.apply_updates(scope, batch, emit_application_updated=False))
+    return reached(lambda: updates.apply_updates(scope, batch, actor=STAFF, emit_application_updated=False))
 
 
 @probe(Stage, Application)
@@ -266,7 +272,7 @@ def listing_search(scope, own, target):
     return target.application_id in {row.id for row in _page(scope, q=target.last_name).rows}
 
 
-@probe(Applicant, Application, Payment, Decision, Document, ApplicantCheck, Event)
+@probe(Applicant, Application, Payment, Decision, Document, ApplicantCheck, ApplicationChange)
 def applicant_file_everything(scope, own, target):
     try:
         file = applicant_file.applicant_file(scope, target.application_id)
@@ -274,9 +280,9 @@ def applicant_file_everything(scope, own, target):
         return False
     seen = ({payment.id for payment in file.payments} | {decision.id for decision in file.decisions}
             | {document.id for document in file.documents} | {check.id for check in file.checks}
-            | {event.id for event in file.events})
+            | {entry.item.id for entry in file.timeline})
     assert file.applicant.last_name == target.last_name
-    return {target.payment_id, target.decision_id, target.document_id, target.check_id, target.event_id} <= seen
+    return {target.payment_id, target.decision_id, target.document_id, target.check_id, target.change_id} <= seen
 
 
 @probe(Application)
@@ -302,7 +308,7 @@ def updates_records(scope, own, target):
 @probe(Application, Decision)
 def updates_apply(scope, own, target):
     batch = updates.parse_updates({"updates": [{"id": target.application_id, "decision": "rejected"}]})
-    return reached(lambda: updates.apply_updates(scope, batch, emit_application_updated=False))
+    return reached(lambda: updates.apply_updates(scope, batch, actor=STAFF, emit_application_updated=False))
 
 
 @probe(Application)
@@ -324,7 +330,8 @@ def applicant_checks_for(scope, own, target):
 
 @probe(Decision)
 def decisions_response_by_staff(scope, own, target):
-    return reached(lambda: decisions.record_decision_response_by_staff(scope, target.decision_id, "accepted"))
+    return reached(lambda: decisions.record_decision_response_by_staff(scope, target.decision_id, "accepted",
+                                                                            STAFF))
 
 
 @probe(Document)
