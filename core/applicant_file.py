@@ -90,8 +90,11 @@ def _timeline(row, changes: list[ApplicationChange], decisions: list[Decision], 
     entries += [TimelineEntry(change.changed_at, change.kind, change, Actor(change.actor_kind, change.actor_name),
                               change.old_value, change.new_value) for change in changes]
     recorded = {(change.kind, change.decision_id) for change in changes if change.decision_id}
+    in_history = {decision_id for _, decision_id in recorded}
     for decision in decisions:
-        if ("decision", decision.id) not in recorded:
+        # A decision row the history knows was made earlier than it (or made only to be sent): when it
+        # was set is not known, so no "decision set" entry is invented for it.
+        if decision.id not in in_history:
             entries.append(TimelineEntry(decision.created_at, "decision", decision, new_value=decision.status))
         if decision.sent_at and ("decision_sent", decision.id) not in recorded:
             entries.append(TimelineEntry(decision.sent_at, "decision_sent", decision, new_value=decision.status))

@@ -17,14 +17,14 @@ DECISION_LABELS = {
     "rejected": lazy_gettext("Rejected"),
     "deferred": lazy_gettext("Deferred"),
 }
-ANSWER_LABELS = {"accepted": lazy_gettext("accepted the decision"), "declined": lazy_gettext("declined the decision")}
+ANSWER_LABELS = {"accepted": lazy_gettext("accepted"), "declined": lazy_gettext("declined")}
 ENTRY_LABELS = {
     "submitted": lazy_gettext("Application submitted"),
     "stage": lazy_gettext("Stage changed"),
     "decision": lazy_gettext("Decision set"),
     "enrolled": lazy_gettext("Enrolment changed"),
     "decision_sent": lazy_gettext("Decision sent to the applicant"),
-    "decision_answered": lazy_gettext("Applicant answered"),
+    "decision_answered": lazy_gettext("Applicant answered the decision"),
     "payment": lazy_gettext("Payment"),
     "message": lazy_gettext("Message"),
     "check": lazy_gettext("Credential checked"),
@@ -34,7 +34,8 @@ CHANNEL_LABELS = {"email": lazy_gettext("Email"), "sms": lazy_gettext("SMS")}
 
 
 def actor_label(entry: TimelineEntry) -> str:
-    """Who did it, in words: "by amina@uni.rw (staff)", "through API key sk_live_ab12", "by the applicant"."""
+    """Who did it, in words: "by amina@uni.rw", "through the API (sk_live_ab12)", "by the applicant"; an answer
+    given by phone and typed in by staff is "recorded by amina@uni.rw"."""
     actor = entry.actor
     if actor is None:
         return ""
@@ -42,6 +43,8 @@ def actor_label(entry: TimelineEntry) -> str:
         return str(lazy_gettext("by the applicant"))
     if actor.kind == "api":
         return str(lazy_gettext("through the API (%(credential)s)", credential=actor.name))
+    if actor.name and entry.kind == "decision_answered":
+        return str(lazy_gettext("recorded by %(name)s", name=actor.name))
     if actor.name:
         return str(lazy_gettext("by %(name)s", name=actor.name))
     return str(lazy_gettext("by staff"))

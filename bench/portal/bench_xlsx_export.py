@@ -1,8 +1,9 @@
 """The portal's .xlsx export: the server's peak memory for a small and a large export (10k and 100k rows by
 default), interleaved, in a fresh gunicorn worker each, and the time to download.
 
-Each export runs in its own gunicorn process (one gthread worker) so the worker's VmHWM (peak resident set
-size) belongs to that export alone; a 100-row export runs first so every worker starts from the same
+Each export runs in its own gunicorn process, started with the production settings (`ops.gunicorn_config`:
+gthread, so a long build does not trip the worker timeout) and one worker, so the worker's VmHWM (peak
+resident set size) belongs to that export alone; a 100-row export runs first so every worker starts from the same
 imported, connected state. The sizes are chosen with `submitted_before` on the list's own filter.
 
 Usage (PostgreSQL database seeded with `flask --app wsgi seed-demo --applications 110000`):
@@ -16,13 +17,15 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import psycopg
 import requests
 
-from bench_pages import free_port, sign_in, start_server
+from bench_pages import PROJECT_ROOT, free_port, sign_in
 
 DEMO_INSTITUTION_NAME = "Demo University"
 
@@ -38,6 +41,23 @@ def submitted_before_for(rows: int) -> str:
     if row is None:
         raise SystemExit(f"fewer than {rows} applications: seed more")
     return row[0].isoformat()
+
+
+def start_server(port: int) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT), WEB_CONCURRENCY="1", KARIBU_BIND=f"127.0.0.1:{port}",
+               SECRET_KEY=os.environ.get("SECRET_KEY", "portal-bench-secret-of-at-least-32-characters"),
+               PORTAL_LOGIN_RATE_LIMIT="1000/minute", PORTAL_LOGIN_ADDRESS_RATE_LIMIT="1000/minute")
+    server = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "python:ops.gunicorn_config", "wsgi:app"],
+                              cwd=PROJECT_ROOT, env=env)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            requests.get(f"http://127.0.0.1:{port}/login", timeout=10)
+            return server
+        except requests.RequestException:
+            time.sleep(0.2)
+    server.terminate()
+    raise SystemExit("gunicorn did not start")
 
 
 def worker_pid(master: int) -> int:
@@ -69,7 +89,7 @@ def download(session: requests.Session, url: str) -> tuple[int, int, float]:
 def measure(before: str, warm_up: str) -> tuple[int, int, float, float]:
     """(rows, bytes, seconds, worker peak RSS MiB) of one export in a fresh server."""
     port = free_port()
-    server = start_server(port, workers=1)
+    server = start_server(port)
     base = f"http://127.0.0.1:{port}"
     try:
         session = sign_in(base)

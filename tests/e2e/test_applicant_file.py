@@ -66,10 +66,6 @@ def test_a_bulk_send_by_keyboard_asks_for_the_count_and_moves_focus(page, factor
     expect(page.get_by_role("checkbox", name=f"Select Nakato1 Achieng")).to_be_focused()
     page.keyboard.press("Space")
     expect(page.locator('[data-selected-count="bulk"]')).to_have_text("2 selected")
-    # The refusal is a 400 answer, which Chromium logs as a failed resource load: that one is expected.
-    refused = [error for error in page_errors if "status of 400" in error]
-    assert len(refused) == 1
-    page_errors.remove(refused[0])
 
     decision = page.get_by_label("Set decision")
     decision.focus()

@@ -159,7 +159,7 @@ def test_the_timeline_tells_everything_with_who_did_it(staff, factory, app, clie
     assert "Documents review → Interview" in stage_changes[1] and f"by {staff.user.email}" in stage_changes[1]
     assert "No decision → Accepted" in text["decision"] and f"by {staff.user.email}" in text["decision"]
     assert "Decision sent to the applicant: Accepted" in text["decision_sent"]
-    assert "declined the decision" in text["decision_answered"] and "by the applicant" in text["decision_answered"]
+    assert "Applicant answered the decision: declined by the applicant" in text["decision_answered"]
     assert "message" in kinds and "Email" in text["message"]
     assert "NESA A-Level, authentic (Aimée U)" in text["check"]
     assert "transcript.pdf" in text["document"]
