@@ -6,12 +6,17 @@ JSON page describe the same thing with the same names. Lines end with LF (as Pos
 Text cells that a spreadsheet would run as a formula (first character ``=``, ``+``, ``-``, ``@``, tab or
 carriage return) are prefixed with a single quote, the OWASP recommendation. Numbers are written as numbers
 and never prefixed, so a negative amount stays ``-1`` while a name typed as ``-1`` becomes ``'-1``.
+One exception: a text that is plainly a phone number in international form (``+``, then 7 to 15 digits with
+at most two spaces, dots, hyphens or parentheses between them: ``+250 788 123 456``) is written as it is.
+It can hold no function call, reference or text, so a spreadsheet can at worst read it as a number; a
+quote in front of every phone number was the bigger harm.
 Booleans are ``true``/``false`` as in JSON, a missing value is an empty cell.
 """
 
 from __future__ import annotations
 
 import csv
+import re
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from decimal import Decimal
@@ -29,6 +34,11 @@ CONTENT_TYPE = "text/csv; charset=utf-8"
 FORMULA_TRIGGERS = ("-", "=", "+", "@", "\t", "\r")
 # The same characters for PostgreSQL: "-" first in the bracket, where it is literal.
 _FORMULA_REGEX = "^[" + "".join(FORMULA_TRIGGERS) + "]"
+# A phone number in international form, left as it is (same syntax in Python and PostgreSQL regexes).
+PLAIN_PHONE_REGEX = r"^\+[0-9]([ .()-]{0,2}[0-9]){6,14}$"
+_PLAIN_PHONE = re.compile(PLAIN_PHONE_REGEX)
+# Put before the first byte when the file is meant for Excel, which reads UTF-8 only when it sees it.
+UTF8_BOM = b"\xef\xbb\xbf"
 LINE_TERMINATOR = "\n"
 # Rows are gathered into chunks of about this many characters (bytes for COPY output) before being handed
 # to the server, so a streamed export does not pay one socket write per row.
@@ -46,9 +56,14 @@ def csv_cell(value: Any) -> Any:
     if isinstance(value, (int, float, Decimal)):
         return value
     text = value if isinstance(value, str) else str(value)
-    if text.startswith(FORMULA_TRIGGERS):
+    if text.startswith(FORMULA_TRIGGERS) and not is_plain_phone(text):
         return "'" + text
     return text
+
+
+def is_plain_phone(text: str) -> bool:
+    """Whether `text` is a phone number in international form and nothing else (see the module's rule)."""
+    return _PLAIN_PHONE.fullmatch(text) is not None
 
 
 class _LineBuffer:
@@ -107,8 +122,8 @@ class StreamedExport:
     """
 
     def __init__(self, statement: Select, on_postgres: Callable[[Connection, Select], Iterator[bytes]],
-                 elsewhere: Callable[[Iterable], Iterator[bytes]]):
-        self._connection = _snapshot_connection()
+                 elsewhere: Callable[[Iterable], Iterator[bytes]], prefix: bytes = b""):
+        self._connection = snapshot_connection()
         try:
             self.total_rows: int = self._connection.scalar(
                 select(func.count()).select_from(statement.order_by(None).subquery()))
@@ -116,7 +131,7 @@ class StreamedExport:
                 self._chunks = on_postgres(self._connection, statement)
             else:
                 self._chunks = elsewhere(self._connection.execute(statement.execution_options(yield_per=2000)))
-            self._first: bytes | None = next(self._chunks, b"")
+            self._first: bytes | None = prefix + next(self._chunks, b"")
         except BaseException:
             self.close()
             raise
@@ -140,27 +155,27 @@ class StreamedExport:
         if chunks is not None and hasattr(chunks, "close"):
             chunks.close()
         if not self._connection.closed:
-            self._connection.rollback()
-            _end_sqlite_transaction(self._connection)
-            self._connection.close()
+            release_snapshot(self._connection)
 
 
-def export_applications_csv(scope: InstitutionScope, filters: Mapping[str, Any]) -> StreamedExport:
+def export_applications_csv(scope: InstitutionScope, filters: Mapping[str, Any], *,
+                            byte_order_mark: bool = False) -> StreamedExport:
     """Every application matching `filters` (parsed list filters) as one CSV document, in list order.
 
     Constant memory whatever the number of rows. On PostgreSQL the rows are rendered by the server
     (`COPY … TO STDOUT`, with the same cell rules expressed in SQL) and passed through; elsewhere they are
     read in batches and rendered here. Raises InvalidInput (an unknown or foreign cycle/program) before
-    anything is streamed; see StreamedExport.
+    anything is streamed; see StreamedExport. `byte_order_mark` starts the file with the UTF-8 BOM, for Excel.
     """
-    return StreamedExport(ordered_applications(scope, filters), _postgres_copy_csv, _csv_lines)
+    return StreamedExport(ordered_applications(scope, filters), _postgres_copy_csv, _csv_lines,
+                          prefix=UTF8_BOM if byte_order_mark else b"")
 
 
 def _csv_lines(rows: Iterable) -> Iterator[bytes]:
     return (chunk.encode() for chunk in iter_csv((record_values(row) for row in rows), RECORD_COLUMNS))
 
 
-def _snapshot_connection() -> Connection:
+def snapshot_connection() -> Connection:
     """A new connection whose reads all see one snapshot of the database until it is closed."""
     engine = db.engine
     if engine.dialect.name == "postgresql":
@@ -174,10 +189,13 @@ def _snapshot_connection() -> Connection:
     return connection
 
 
-def _end_sqlite_transaction(connection: Connection) -> None:
+def release_snapshot(connection: Connection) -> None:
+    """End the snapshot of a `snapshot_connection()` and give the connection back."""
+    connection.rollback()
     driver_connection = connection.connection.driver_connection
     if isinstance(driver_connection, sqlite3.Connection) and driver_connection.in_transaction:
         driver_connection.rollback()
+    connection.close()
 
 
 def csv_header(columns: Sequence[str]) -> str:
@@ -187,7 +205,7 @@ def csv_header(columns: Sequence[str]) -> str:
 def _postgres_cell(column):
     """SQL rendering one selected column as csv_cell() would, for COPY's CSV format.
 
-    Text is neutralised like csv_cell() and an empty text becomes NULL (COPY would quote ``""``; NULL is
+    Text is neutralised like csv_cell() (plain phone numbers kept) and an empty text becomes NULL (COPY would quote ``""``; NULL is
     written as an empty cell, as the csv module writes an empty string). Identifiers (primary and foreign
     keys) are made by new_id() and always start with a letter, so they are written as they are. Timestamps
     follow isoformat_z().
@@ -203,8 +221,8 @@ def _postgres_cell(column):
     if isinstance(column_type, Numeric):
         return expression
     if isinstance(column_type, String):
-        return case((expression.regexp_match(_FORMULA_REGEX), literal("'", String) + expression),
-                    else_=func.nullif(expression, ""))
+        formula = expression.regexp_match(_FORMULA_REGEX) & ~expression.regexp_match(PLAIN_PHONE_REGEX)
+        return case((formula, literal("'", String) + expression), else_=func.nullif(expression, ""))
     raise TypeError(f"no CSV rendering for column {column} of type {column_type}")
 
 

@@ -16,6 +16,7 @@ from core import events
 from core.config import settings
 from core.errors import Conflict, InvalidInput, KaribuError, NotFound
 from core.extensions import db
+from core.history import Actor, record_change
 from core.models import Decision, utcnow
 from core.scoping import InstitutionScope
 
@@ -55,22 +56,24 @@ def decision_for_token(token: str) -> Decision:
     return decision
 
 
-def record_decision_response(decision_id: str, response: str) -> tuple[Decision, bool]:
+def record_decision_response(decision_id: str, response: str,
+                             actor: Actor | None = None) -> tuple[Decision, bool]:
     """Record the applicant's answer; returns (decision, whether it was recorded now).
 
+    `actor` is who recorded it: the applicant (the default, through the signed link) or a staff member.
     Only a sent decision that is still the application's current one can be answered. The same answer
     again is a no-op (no second event); a different answer is a 409.
     """
     if response not in RESPONSES:
         raise InvalidInput(f"response must be one of {', '.join(RESPONSES)}", field="response")
     try:
-        return _record(decision_id, response)
+        return _record(decision_id, response, actor or Actor.applicant())
     except KaribuError:
         db.session.rollback()
         raise
 
 
-def _record(decision_id: str, response: str) -> tuple[Decision, bool]:
+def _record(decision_id: str, response: str, actor: Actor) -> tuple[Decision, bool]:
     decision = db.session.scalars(select(Decision).where(Decision.id == decision_id).with_for_update()
                                   .execution_options(populate_existing=True)).one_or_none()
     if decision is None:
@@ -93,13 +96,15 @@ def _record(decision_id: str, response: str) -> tuple[Decision, bool]:
     decision.response = response
     decision.responded_at = utcnow()
     db.session.flush()
+    record_change(decision.application, actor, "decision_answered", None, response, decision=decision,
+                  at=decision.responded_at)
     events.emit_decision_responded(decision)
     db.session.commit()
     return decision, True
 
 
-def record_decision_response_by_staff(scope: InstitutionScope, decision_id: str,
-                                      response: str) -> tuple[Decision, bool]:
+def record_decision_response_by_staff(scope: InstitutionScope, decision_id: str, response: str,
+                                      actor: Actor) -> tuple[Decision, bool]:
     """Staff record the applicant's answer (given by phone, in person…) for a decision of their institution."""
     scope.require(Decision, decision_id, "Decision")
-    return record_decision_response(decision_id, response)
+    return record_decision_response(decision_id, response, actor)

@@ -22,6 +22,7 @@ from sqlalchemy.orm import selectinload
 from core import events
 from core.errors import InvalidInput, problem
 from core.extensions import db
+from core.history import Actor, record_change
 from core.messages.outbox import queue_decision_messages
 from core.models.admissions import DECISION_NONE, DECISIONS, Application, Decision, Stage
 from core.models.base import utcnow
@@ -215,57 +216,62 @@ def _new_decision(application: Application) -> Decision:
     return decision
 
 
+@dataclass(frozen=True)
+class _Change:
+    """One change made to an application, for its history (see core.history)."""
+    application: Application
+    kind: str
+    old_value: str | None
+    new_value: str | None
+    decision: Decision | None = None
+
+
 def _apply(update: ApplicationUpdate, application: Application, latest: Decision | None,
-           now: datetime) -> tuple[bool, Decision | None]:
-    """Change one locked application: whether it changed, and the decision it sent (if any).
+           now: datetime) -> tuple[list[_Change], Decision | None]:
+    """Change one locked application: the changes made, and the decision it sent (if any).
 
     ``latest`` is the application's most recent decision row, needed only when
     the item sends a decision without changing it.
     """
-    is_changed = False
+    changes: list[_Change] = []
     if update.stage is not None and update.stage != application.stage:
+        changes.append(_Change(application, "stage", application.stage, update.stage))
         application.stage = update.stage
-        is_changed = True
     if update.enrolled is not None and update.enrolled != application.enrolled:
+        changes.append(_Change(application, "enrolled", _flag(application.enrolled), _flag(update.enrolled)))
         application.enrolled = update.enrolled
-        is_changed = True
     if update.decision is not None and update.decision != application.decision:
+        previous = application.decision
         application.decision = update.decision
-        is_changed = True
         latest = _new_decision(application) if update.decision != DECISION_NONE else None
+        changes.append(_Change(application, "decision", previous, update.decision, latest))
     if not update.send_decision:
-        return is_changed, None
+        return changes, None
     if latest is None or latest.status != application.decision:
         latest = _new_decision(application)
     if latest.sent_at is not None:
-        return is_changed, None
+        return changes, None
     latest.sent_at = now
-    return True, latest
+    changes.append(_Change(application, "decision_sent", None, latest.status, latest))
+    return changes, latest
 
 
-def apply_updates(
-    scope: InstitutionScope,
-    batch: ParsedBatch,
-    *,
-    emit_application_updated: bool,
-) -> UpdateOutcome:
-    """Apply a parsed batch in one transaction, or change nothing and raise ``InvalidInput``.
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
 
-    ``updated`` counts the applications whose state changed; an item that sets
-    the values already there leaves the row (and its ``updated_at``) untouched.
-    """
+
+def check_updates(scope: InstitutionScope, batch: ParsedBatch) -> None:
+    """Raise the ``InvalidInput`` that ``apply_updates`` would raise for ``batch``, writing nothing (to ask
+    for a confirmation only of a change that can be made). The batch is checked again when applied."""
+    ids = [update.id for _, update in batch.updates]
+    applications = {a.id: a for a in db.session.scalars(scope.select(Application).where(Application.id.in_(ids)))}
+    _check(scope, batch, applications)
+
+
+def _check(scope: InstitutionScope, batch: ParsedBatch,
+           applications: dict[str, Application]) -> list[ApplicationUpdate]:
+    """The batch's updates with stage ids in the pipeline's own case; InvalidInput listing every problem."""
     updates = [update for _, update in batch.updates]
-    ids = [update.id for update in updates]
-    locking = (
-        scope.select(Application)
-        .where(Application.id.in_(ids))
-        .order_by(Application.id)
-        .with_for_update()
-        .execution_options(populate_existing=True)
-    )
-    if emit_application_updated:
-        locking = locking.options(selectinload(Application.applicant))
-    applications = {a.id: a for a in db.session.scalars(locking)}
     pipeline = list(db.session.scalars(scope.select(Stage, Stage.key).order_by(Stage.position)))
     stages = {key.lower(): key for key in pipeline}  # stage ids match whatever their case
 
@@ -289,6 +295,35 @@ def apply_updates(
     if errors:
         db.session.rollback()
         _reject(errors, batch.total)
+    return updates
+
+
+def apply_updates(
+    scope: InstitutionScope,
+    batch: ParsedBatch,
+    *,
+    actor: Actor,
+    emit_application_updated: bool,
+) -> UpdateOutcome:
+    """Apply a parsed batch in one transaction, or change nothing and raise ``InvalidInput``.
+
+    ``updated`` counts the applications whose state changed; an item that sets
+    the values already there leaves the row (and its ``updated_at``) untouched.
+    Every change is written to the application's history with ``actor``, in
+    the same transaction.
+    """
+    ids = [update.id for _, update in batch.updates]
+    locking = (
+        scope.select(Application)
+        .where(Application.id.in_(ids))
+        .order_by(Application.id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+    if emit_application_updated:
+        locking = locking.options(selectinload(Application.applicant))
+    applications = {a.id: a for a in db.session.scalars(locking)}
+    updates = _check(scope, batch, applications)
 
     resending = [u.id for u in updates
                  if u.send_decision and u.decision in (None, applications[u.id].decision)]
@@ -296,16 +331,21 @@ def apply_updates(
     now = utcnow()
     sent: list[Decision] = []
     changed: list[Application] = []
+    history: list[_Change] = []
     for update in updates:
         application = applications[update.id]
-        is_changed, sent_decision = _apply(update, application, latest.get(application.id), now)
+        changes, sent_decision = _apply(update, application, latest.get(application.id), now)
         if sent_decision is not None:
             sent.append(sent_decision)
-        if is_changed:
+        if changes:
             application.updated_at = now
             changed.append(application)
+            history.extend(changes)
 
-    db.session.flush()
+    db.session.flush()  # new decisions get their ids, which the history names
+    for change in history:
+        record_change(change.application, actor, change.kind, change.old_value, change.new_value,
+                      decision=change.decision, at=now)
     for decision in sent:
         events.emit_decision_sent(decision)
     queue_decision_messages(sent)
@@ -321,3 +361,19 @@ def records(scope: InstitutionScope, application_ids: Sequence[str]) -> list[dic
     rows = db.session.execute(application_select(scope).where(Application.id.in_(application_ids)))
     by_id = {record["id"]: record for record in map(application_record, rows)}
     return [by_id[application_id] for application_id in application_ids]
+
+
+@dataclass(frozen=True)
+class SendOutcome:
+    sent: bool  # sent by this call; False: it had been sent already, on `decision.sent_at`
+    decision: Decision  # the application's current decision
+
+
+def send_decision(scope: InstitutionScope, application_id: str, *, actor: Actor,
+                  emit_application_updated: bool) -> SendOutcome:
+    """Send the application's current decision to the applicant, once: a decision already sent is not sent
+    again, and the outcome says when it was. InvalidInput for a missing or foreign id or no decision."""
+    batch = parse_updates({"updates": [{"id": application_id, "send_decision": True}]})
+    outcome = apply_updates(scope, batch, actor=actor, emit_application_updated=emit_application_updated)
+    current = _latest_decisions(scope, [application_id])[application_id]
+    return SendOutcome(sent=outcome.updated > 0, decision=current)

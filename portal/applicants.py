@@ -5,6 +5,8 @@ from dataclasses import dataclass, fields
 from urllib.parse import urlencode, urlsplit
 
 from flask import Response, current_app, flash, g, redirect, request, send_file, url_for
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext, ngettext
 
 from core.applicant_file import applicant_file, application_document
 from core.csv_export import export_applications_csv
@@ -16,12 +18,14 @@ from core.models import utcnow
 from core.models.admissions import DECISIONS
 from core.overview import cycles, programs
 from core.partner_records import application_record
-from core.updates import MAX_UPDATES, apply_updates, parse_updates
+from core.updates import MAX_UPDATES, apply_updates, check_updates, parse_updates, send_decision
+from core.xlsx_export import CONTENT_TYPE as XLSX_CONTENT_TYPE
+from core.xlsx_export import export_applications_xlsx
 from portal import bp
-from portal.applicant_timeline import timeline_context
-from portal.forms import ActionForm, BulkUpdateForm, RecordAnswerForm, submitted
-from portal.rendering import is_partial_request, render_page
-from portal.security import audit, safe_next, staff_required
+from portal.applicant_timeline import DECISION_LABELS, timeline_context
+from portal.forms import ActionForm, ApplicationStateForm, BulkUpdateForm, RecordAnswerForm, submitted
+from portal.rendering import format_datetime, is_partial_request, render_page
+from portal.security import audit, safe_next, staff_actor, staff_required
 
 PAGE_SIZE = 50
 
@@ -89,15 +93,6 @@ def applicants():
                        headers=headers, oob_export=True, **context)
 
 
-@bp.get("/applicants/<application_id>")
-@staff_required
-def applicant_detail(application_id: str):
-    file = applicant_file(g.scope, application_id)
-    audit("applicant.view", application_id)
-    return render_page("applicants/detail.html", file=file, record=file.record, stage_names=_stage_names(),
-                       answer_form=RecordAnswerForm(), **timeline_context(file))
-
-
 @bp.get("/applicants/<application_id>/documents/<document_id>")
 @staff_required
 def applicant_document(application_id: str, document_id: str):
@@ -114,71 +109,193 @@ def applicant_document(application_id: str, document_id: str):
     return response
 
 
-def _back_to_list(message: str, category: str):
-    """No-JavaScript fallback of the bulk form: back to the page it was sent from, with a message."""
-    flash(message, category)
+def _list_address(form: BulkUpdateForm) -> str:
+    """The list page (with its filters) the bulk form was sent from: the form's `back` once a confirmation
+    page stood in between, else the referrer."""
     referrer = urlsplit(request.referrer or "")
     same_site = referrer.netloc == request.host
     path = referrer.path + (f"?{referrer.query}" if referrer.query else "") if same_site else None
-    return redirect(safe_next(path) or url_for("portal.applicants"))
+    return safe_next(form.back.data) or safe_next(path) or url_for("portal.applicants")
 
 
-@bp.post("/applicants/bulk")
-@staff_required
-def applicants_bulk():
-    """Stage and decision changes of the selected rows: all or nothing, the same rules as the API's PATCH."""
-    form = submitted(BulkUpdateForm())
+def _back_to_list(form: BulkUpdateForm, message: str, category: str):
+    """No-JavaScript fallback of the bulk form: back to the page it was sent from, with a message."""
+    flash(message, category)
+    return redirect(_list_address(form))
+
+
+# Why a row cannot take a bulk change, by the field at fault (labels, never field names).
+_ROW_PROBLEMS = {
+    "id": lazy_gettext("This application no longer exists."),
+    "stage": lazy_gettext("Stage: this stage is not in your pipeline."),
+    "decision": lazy_gettext("Decision: choose one of the listed decisions."),
+    "send_decision": lazy_gettext("Send the decision: there is no decision to send yet."),
+}
+
+
+def _row_problem(problem: dict) -> str:
+    field = problem["name"].rpartition(".")[2] if "." in problem["name"] else ""
+    return str(_ROW_PROBLEMS.get(field, problem["message"]))
+
+
+def _bulk_change(form: BulkUpdateForm) -> tuple[list[str], dict]:
+    """The selected ids and the change asked for; InvalidInput when either is missing."""
     ids = list(dict.fromkeys(value for value in form.ids.data if value))
     change = {field.name: field.data for field in (form.stage, form.decision) if field.data}
     if form.send_decision.data:
         change["send_decision"] = True
     if not ids:
-        raise InvalidInput("Select at least one applicant first.", field="ids")
+        raise InvalidInput(_("Select at least one applicant first."), field="ids")
     if len(ids) > MAX_UPDATES:
-        raise InvalidInput(f"Select at most {MAX_UPDATES} applicants at a time.", field="ids")
+        raise InvalidInput(_("Select at most %(num)d applicants at a time.", num=MAX_UPDATES), field="ids")
     if not change:
-        raise InvalidInput("Choose a stage or a decision to apply.", field="stage")
+        raise InvalidInput(_("Choose a stage or a decision to apply."), field="stage")
+    return ids, change
+
+
+@bp.post("/applicants/bulk")
+@staff_required
+def applicants_bulk():
+    """Stage and decision changes of the selected rows: all or nothing, the same rules as the API's PATCH.
+
+    Sending decisions takes a confirmation that names how many ("Send 12 decisions?"): the answer is this
+    same form again with `confirm_count`, which must still be the number selected.
+    """
+    form = submitted(BulkUpdateForm())
+    ids, change = _bulk_change(form)
+    if form.cancel.data:
+        message = _("Nothing was changed or sent.")
+        if not is_partial_request():
+            return _back_to_list(form, message, "info")
+        return render_page("applicants/partial/bulk_result.html", ok=True, message=message, records=[],
+                           problems=[], stage_names={})
+    batch = parse_updates({"updates": [{"id": id_, **change} for id_ in ids]})
     try:
-        outcome = apply_updates(g.scope, parse_updates({"updates": [{"id": id_, **change} for id_ in ids]}),
+        if change.get("send_decision") and form.confirm_count.data != str(len(ids)):
+            check_updates(g.scope, batch)  # a change that cannot be made is refused before any confirmation
+            return render_page("applicants/bulk_confirm.html", "applicants/partial/bulk_confirm.html",
+                               ids=ids, change=change, count=len(ids), back=_list_address(form))
+        outcome = apply_updates(g.scope, batch, actor=staff_actor(),
                                 emit_application_updated=current_app.config["EMIT_APPLICATION_UPDATED"])
     except InvalidInput as error:
         audit("applicants.bulk_update", f"{len(ids)} selected", status=400)
-        if not is_partial_request():
-            return _back_to_list(f"{error.message}.", "bad")
-        row_errors = {problem["id"]: problem["message"] for problem in error.errors}
-        rows, _ = fetch_applications_by_id(g.scope, ids)
-        return render_page("applicants/partial/bulk_result.html", ok=False, message=error.message,
-                           records=[application_record(row) for row in rows], row_errors=row_errors,
-                           stage_names=_stage_names(), status=400)
+        return _bulk_refused(form, ids, error)
     audit("applicants.bulk_update", f"{outcome.updated} of {len(ids)} changed")
-    message = f"{outcome.updated} of {len(ids)} selected applications changed."
+    message = ngettext("%(changed)d of %(num)d selected application changed.",
+                       "%(changed)d of %(num)d selected applications changed.", len(ids), changed=outcome.updated)
     if not is_partial_request():
-        return _back_to_list(message, "ok")
-    rows, _ = fetch_applications_by_id(g.scope, ids)
+        return _back_to_list(form, message, "ok")
+    rows, _found = fetch_applications_by_id(g.scope, ids)
     return render_page("applicants/partial/bulk_result.html", ok=True, message=message,
-                       records=[application_record(row) for row in rows], row_errors={},
+                       records=[application_record(row) for row in rows], problems=[],
                        stage_names=_stage_names())
+
+
+def _bulk_refused(form: BulkUpdateForm, ids: list[str], error: InvalidInput):
+    """Nothing changed: one sentence, the rows at fault listed with why, and the selection left as it was
+    (only the rows at fault are redrawn, still selected, so the valid ones keep their ticks too)."""
+    reasons: dict[str, list[str]] = {}
+    for problem in error.errors:
+        reasons.setdefault(problem.get("id"), []).append(_row_problem(problem))
+    rows, _found = fetch_applications_by_id(g.scope, [id_ for id_ in ids if id_ in reasons])
+    records = [application_record(row) for row in rows]
+    invalid = len(reasons)
+    message = ngettext("Nothing was changed: %(num)d of %(total)d selected applications can't take this change.",
+                       "Nothing was changed: %(num)d of %(total)d selected applications can't take this change.",
+                       invalid, total=len(ids))
+    problems = [(record, " ".join(reasons[record["id"]])) for record in records]
+    if not is_partial_request():
+        details = "; ".join(f"{record['personal']['first_name']} {record['personal']['last_name']}: {reason}"
+                            for record, reason in problems)
+        return _back_to_list(form, f"{message} {details}".strip(), "bad")
+    return render_page("applicants/partial/bulk_result.html", ok=False, message=message, records=records,
+                       problems=problems, row_errors={record["id"]: reason for record, reason in problems},
+                       stage_names=_stage_names(), status=400)
+
+
+def _state_form(record: dict, pipeline) -> ApplicationStateForm:
+    form = ApplicationStateForm(data={"stage": record["application"]["stage"],
+                                      "decision": record["application"]["decision"]})
+    form.stage.choices = [(stage.key, stage.name) for stage in pipeline]
+    form.decision.choices = [(value, DECISION_LABELS[value]) for value in DECISIONS]
+    return form
+
+
+def _file_page(application_id: str, **extra):
+    file = applicant_file(g.scope, application_id)
+    pipeline = stage_pipeline(g.scope)
+    context = dict(file=file, record=file.record, stage_names=_stage_names(pipeline),
+                   answer_form=RecordAnswerForm(), state_form=_state_form(file.record, pipeline),
+                   **timeline_context(file))
+    return {**context, **extra}
+
+
+@bp.get("/applicants/<application_id>")
+@staff_required
+def applicant_detail(application_id: str):
+    context = _file_page(application_id)
+    audit("applicant.view", application_id)
+    return render_page("applicants/detail.html", **context)
+
+
+@bp.post("/applicants/<application_id>/state")
+@staff_required
+def applicant_change_state(application_id: str):
+    """Stage and decision edited in place on the file: the rules, history and audit of every other change."""
+    form = ApplicationStateForm()
+    if not form.validate_on_submit():
+        raise InvalidInput(_("The form expired; reload the page and try again."), field="stage")
+    change = {name: value for name, value in (("stage", form.stage.data), ("decision", form.decision.data))
+              if value}
+    try:
+        outcome = apply_updates(g.scope, parse_updates({"updates": [{"id": application_id, **change}]}),
+                                actor=staff_actor(),
+                                emit_application_updated=current_app.config["EMIT_APPLICATION_UPDATED"])
+    except InvalidInput as error:
+        if any(problem["name"].endswith(".id") for problem in error.errors):
+            raise NotFound(_("Application not found")) from None
+        audit("applicant.change_state", application_id, status=400)
+        errors = {problem["name"].rpartition(".")[2]: _row_problem(problem) for problem in error.errors}
+        context = _file_page(application_id, state_errors=errors)
+        context["state_form"].stage.data, context["state_form"].decision.data = form.stage.data, form.decision.data
+        if not is_partial_request():
+            return render_page("applicants/detail.html", status=400, **context)
+        return render_page("applicants/partial/state.html", status=400, **context)
+    audit("applicant.change_state", application_id)
+    notice = _("Saved.") if outcome.updated else _("Nothing to change: the stage and decision were already these.")
+    if not is_partial_request():
+        flash(notice, "ok")
+        return redirect(url_for("portal.applicant_detail", application_id=application_id))
+    return render_page("applicants/partial/state.html", state_notice=notice, oob=True,
+                       **_file_page(application_id))
 
 
 @bp.post("/applicants/<application_id>/send-decision")
 @staff_required
 def applicant_send_decision(application_id: str):
     """Release the current decision to the applicant (emits decision.sent and queues the messages); a
-    decision already sent is not sent again."""
+    decision already sent is not sent again, and the answer says when it was."""
     submitted(ActionForm())
-    outcome = apply_updates(g.scope, parse_updates({"updates": [{"id": application_id, "send_decision": True}]}),
+    outcome = send_decision(g.scope, application_id, actor=staff_actor(),
                             emit_application_updated=current_app.config["EMIT_APPLICATION_UPDATED"])
-    sent = outcome.updated > 0
-    audit("decision.send", application_id, status=200 if sent else 409)
-    file = applicant_file(g.scope, application_id)
-    if is_partial_request():
-        return render_page("applicants/partial/decisions.html", file=file, record=file.record, sent=sent,
-                           already_sent=not sent, answer_form=RecordAnswerForm())
-    if not sent:
-        flash("This decision had already been sent; nothing was sent again.", "info")
+    audit("decision.send", application_id, status=200 if outcome.sent else 409)
+    if outcome.sent:
+        message = _("The decision “%(decision)s” was sent to the applicant.",
+                    decision=DECISION_LABELS[outcome.decision.status])
+    else:
+        message = _("Nothing was sent: this decision was already sent on %(date)s.",
+                    date=format_datetime(outcome.decision.sent_at))
+    if not is_partial_request():
+        flash(message, "ok" if outcome.sent else "info")
         return redirect(url_for("portal.applicant_detail", application_id=application_id))
-    flash("The decision was sent to the applicant.", "ok")
-    return redirect(url_for("portal.applicant_detail", application_id=application_id))
+    return render_page("applicants/partial/decision_sent.html", send_notice=message, send_ok=outcome.sent,
+                       status=200 if outcome.sent else 409, **_file_page(application_id))
+
+
+def _export_filters():
+    filters = Filters.from_args(request.args)
+    query = parse_application_query(filters.as_args(), kind="portal-applicants", default_limit=PAGE_SIZE)
+    return filters, query
 
 
 @bp.get("/applicants/export.csv")
@@ -186,13 +303,29 @@ def applicant_send_decision(application_id: str):
 def applicants_export():
     """Every application matching the current filters, streamed as one CSV in constant memory.
 
-    The export is opened (filters checked, rows counted, query started) before the response exists, so a
-    bad filter is a 400 page, never a broken stream; `X-Total-Rows` tells how many records must arrive.
+    `?excel=1` starts the file with the UTF-8 byte order mark, without which Excel reads it as the local
+    code page ("JÃ©rÃ´me"). The export is opened (filters checked, rows counted, query started) before the
+    response exists, so a bad filter is a 400 page, never a broken stream; `X-Total-Rows` tells how many
+    records must arrive.
     """
-    filters = Filters.from_args(request.args)
-    query = parse_application_query(filters.as_args(), kind="portal-applicants", default_limit=PAGE_SIZE)
-    export = export_applications_csv(g.scope, query.filters)
+    filters, query = _export_filters()
+    for_excel = request.args.get("excel") == "1"
+    export = export_applications_csv(g.scope, query.filters, byte_order_mark=for_excel)
     audit("applicants.export", urlencode(filters.as_args()) or "all")
     filename = f"applicants-{utcnow():%Y%m%d-%H%M}.csv"
     return Response(export, mimetype="text/csv", headers={
         "Content-Disposition": f'attachment; filename="{filename}"', "X-Total-Rows": str(export.total_rows)})
+
+
+@bp.get("/applicants/export.xlsx")
+@staff_required
+def applicants_export_xlsx():
+    """Every application matching the current filters as an Excel workbook with typed cells, written in
+    constant memory to a temporary file and streamed from it (core.xlsx_export)."""
+    filters, query = _export_filters()
+    export = export_applications_xlsx(g.scope, query.filters)
+    audit("applicants.export_xlsx", urlencode(filters.as_args()) or "all")
+    filename = f"applicants-{utcnow():%Y%m%d-%H%M}.xlsx"
+    return Response(export, mimetype=XLSX_CONTENT_TYPE, direct_passthrough=True, headers={
+        "Content-Disposition": f'attachment; filename="{filename}"', "Content-Length": str(export.size),
+        "X-Total-Rows": str(export.total_rows)})

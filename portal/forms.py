@@ -97,11 +97,25 @@ class ChangePasswordForm(SetPasswordForm):
 
 
 class BulkUpdateForm(FlaskForm):
-    """The applicants table's bulk change; the view checks the combination, as the API's PATCH does."""
+    """The applicants table's bulk change; the view checks the combination, as the API's PATCH does.
+
+    A change that sends decisions is confirmed first: `confirm_count` is the number of decisions the staff
+    member agreed to send, and the change goes ahead only if it is still the number selected; `cancel` drops
+    the confirmation.
+    """
     ids = SelectMultipleField(validate_choice=False)
     stage = StringField(filters=[_strip])
     decision = StringField(filters=[_strip])
     send_decision = BooleanField()
+    confirm_count = StringField(filters=[_strip])
+    cancel = StringField(filters=[_strip])
+    back = StringField(filters=[_strip])  # the list page to return to (no-JavaScript confirmation page)
+
+
+class ApplicationStateForm(FlaskForm):
+    """Stage and decision of one application, edited in place on its file (checked by core.updates)."""
+    stage = SelectField(_l("Stage"), validate_choice=False)
+    decision = SelectField(_l("Decision"), validate_choice=False)
 
 
 class RoleForm(FlaskForm):

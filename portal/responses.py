@@ -7,9 +7,10 @@ from core.applicant_file import applicant_file
 from core.decisions import record_decision_response_by_staff
 from core.errors import InvalidInput, NotFound
 from portal import bp
+from portal.applicant_timeline import DECISION_LABELS
 from portal.forms import RecordAnswerForm
 from portal.rendering import is_partial_request, render_page
-from portal.security import audit, staff_required
+from portal.security import audit, staff_actor, staff_required
 
 ANSWER_WORDS = {"accepted": "accepted", "declined": "declined"}
 
@@ -24,13 +25,14 @@ def applicant_record_answer(application_id: str, decision_id: str):
     file = applicant_file(g.scope, application_id)
     if decision_id not in {decision.id for decision in file.decisions}:
         raise NotFound("Decision not found")
-    _, recorded = record_decision_response_by_staff(g.scope, decision_id, form.response.data)
+    _, recorded = record_decision_response_by_staff(g.scope, decision_id, form.response.data,
+                                                    staff_actor())
     audit(f"decision.respond.{form.response.data}", decision_id, status=200 if recorded else 409)
     text = (f"Recorded: the applicant {ANSWER_WORDS[form.response.data]} the decision."
             if recorded else "This answer was already recorded.")
     if is_partial_request():
         file = applicant_file(g.scope, application_id)
         return render_page("applicants/partial/decisions.html", file=file, record=file.record,
-                           answer_form=RecordAnswerForm(), answered=text)
+                           answer_form=RecordAnswerForm(), answered=text, decision_labels=DECISION_LABELS)
     flash(text, "ok")
     return redirect(url_for("portal.applicant_detail", application_id=application_id))

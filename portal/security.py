@@ -12,6 +12,7 @@ from htmx_flask import Htmx
 from core.audit import AuditEntry
 from core.errors import Forbidden
 from core.extensions import login_manager
+from core.history import Actor
 from core.scoping import InstitutionScope
 from core.staff_sessions import live_session
 from core.users import load_active_user
@@ -114,6 +115,11 @@ def admin_required(view):
             raise Forbidden("Only admins of your institution can open this page.")
         return view(*args, **kwargs)
     return wrapper
+
+
+def staff_actor() -> Actor:
+    """The signed-in staff member, as the history of the applications they change names them."""
+    return Actor.staff(current_user.email)
 
 
 def audit(action: str, target: str = "", status: int | None = None, user=None) -> None:

@@ -22,3 +22,5 @@ from core.models.messages import Message  # noqa: F401
 from core.models.accounts import PasswordReset, StaffInvitation, StaffSession  # noqa: F401
 # Two-factor sign-in of staff
 from core.models.two_factor import RecoveryCode, TwoFactorCredential  # noqa: F401
+# History of admission-state changes (who changed what)
+from core.models.history import ApplicationChange  # noqa: F401

@@ -26,6 +26,7 @@ from core import account_links, event_feed
 from core import institutions, listing, overview, updates, users
 from core.documents import document_storage
 from core.errors import InvalidInput, NotFound
+from core.history import Actor
 from core.extensions import db
 from core.models import (
     ApiKey, Applicant, ApplicantCheck, Application, AuditLog, Base, Cycle, Decision, Document, Event, Payment,
@@ -34,6 +35,7 @@ from core.models import (
 from core.messages import log as message_log
 from core.models.accounts import StaffInvitation
 from core.models.counts import ApplicationCount, ApplicationDayCount
+from core.models.history import ApplicationChange
 from core.models.messages import Message
 from core.models.webhooks import WebhookDelivery, WebhookEndpoint
 from core.scoping import InstitutionScope
@@ -42,6 +44,7 @@ from core.webhooks import endpoints, log
 from core.webhooks.runtime import runtime
 
 CORE = Path(__file__).resolve().parents[2] / "core"
+STAFF = Actor.staff("probe@example.rw")
 HAND_WRITTEN_FILTER = re.compile(r"institution_id\s*(==|!=)|filter_by\([^)]*\binstitution_id\s*=")
 
 
@@ -100,6 +103,7 @@ class Rows:
     delivery_id: str
     message_id: str
     invitation_id: str
+    change_id: str
 
 
 def populate(tag: str, issuer: str) -> Rows:
@@ -139,7 +143,9 @@ def populate(tag: str, issuer: str) -> Rows:
     message = Message(institution_id=institution.id, application_id=application.id, decision_id=decision.id,
                       channel="email", recipient=f"a.{tag}@example.rw", template="decision", language="en",
                       body_text=f"Dear {tag}", status="failed", attempts=8, last_error="550 no such user")
-    db.session.add(message)
+    change = ApplicationChange(institution_id=institution.id, application_id=application.id, kind="stage",
+                               old_value="submitted", new_value=stage.key, actor_kind="staff", actor_name=tag)
+    db.session.add_all([message, change])
     delivery = WebhookDelivery(institution_id=institution.id, endpoint_id=endpoint.id, event_id=event.id,
                                event_type=event.type, status="dead", created_at=now)
     db.session.add(delivery)
@@ -155,7 +161,7 @@ def populate(tag: str, issuer: str) -> Rows:
                 decision_id=decision.id, payment_id=payment.id, document_id=document.id, check_id=check.id,
                 event_id=event.id, user_id=user.id, key_id=key.id, issuer=issuer, audit_id=audit.id,
                 endpoint_id=endpoint.id, delivery_id=delivery.id, message_id=message.id,
-                invitation_id=invitation.id)
+                invitation_id=invitation.id, change_id=change.id)
 
 
 def reached(call) -> bool:
@@ -258,7 +264,7 @@ def institutions_describe(scope, own, target):
 @probe(Stage)
 def updates_stage(scope, own, target):
     batch = updates.parse_updates({"updates": [{"id": own.application_id, "stage": target.stage_key}]})
-    return reached(lambda: updates.apply_updates(scope, batch, emit_application_updated=False))
+    return reached(lambda: updates.apply_updates(scope, batch, actor=STAFF, emit_application_updated=False))
 
 
 @probe(Stage, Application)
@@ -273,7 +279,7 @@ def listing_search(scope, own, target):
     return target.application_id in {row.id for row in _page(scope, q=target.last_name).rows}
 
 
-@probe(Applicant, Application, Payment, Decision, Document, ApplicantCheck, Event)
+@probe(Applicant, Application, Payment, Decision, Document, ApplicantCheck, ApplicationChange)
 def applicant_file_everything(scope, own, target):
     try:
         file = applicant_file.applicant_file(scope, target.application_id)
@@ -281,9 +287,9 @@ def applicant_file_everything(scope, own, target):
         return False
     seen = ({payment.id for payment in file.payments} | {decision.id for decision in file.decisions}
             | {document.id for document in file.documents} | {check.id for check in file.checks}
-            | {event.id for event in file.events})
+            | {entry.item.id for entry in file.timeline})
     assert file.applicant.last_name == target.last_name
-    return {target.payment_id, target.decision_id, target.document_id, target.check_id, target.event_id} <= seen
+    return {target.payment_id, target.decision_id, target.document_id, target.check_id, target.change_id} <= seen
 
 
 @probe(Application)
@@ -309,7 +315,7 @@ def updates_records(scope, own, target):
 @probe(Application, Decision)
 def updates_apply(scope, own, target):
     batch = updates.parse_updates({"updates": [{"id": target.application_id, "decision": "rejected"}]})
-    return reached(lambda: updates.apply_updates(scope, batch, emit_application_updated=False))
+    return reached(lambda: updates.apply_updates(scope, batch, actor=STAFF, emit_application_updated=False))
 
 
 @probe(Application)
@@ -331,7 +337,8 @@ def applicant_checks_for(scope, own, target):
 
 @probe(Decision)
 def decisions_response_by_staff(scope, own, target):
-    return reached(lambda: decisions.record_decision_response_by_staff(scope, target.decision_id, "accepted"))
+    return reached(lambda: decisions.record_decision_response_by_staff(scope, target.decision_id, "accepted",
+                                                                            STAFF))
 
 
 @probe(Document)

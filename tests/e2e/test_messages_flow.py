@@ -39,7 +39,7 @@ def _send_decision_from_the_file(page, application):
     page.goto(f"/applicants/{application.id}")
     page.once("dialog", lambda dialog: dialog.accept())
     page.get_by_role("button", name=re.compile("Send decision")).click()
-    expect(page.locator("#decisions")).to_contain_text("The decision was sent to the applicant.")
+    expect(page.locator("#decisions")).to_contain_text(re.compile(r"The decision “\w+” was sent to the applicant\."))
 
 
 def test_a_refused_email_is_resent_from_the_timeline_and_listed_on_the_messages_page(page, app, factory, smtp):

@@ -11,12 +11,15 @@ from sqlalchemy import func, select
 from core.decisions import decision_response_token, record_decision_response_by_staff
 from core.errors import Conflict, NotFound
 from core.extensions import db
+from core.history import Actor
 from core.models import Decision, Event, utcnow
 from core.scoping import InstitutionScope
 from core.timefmt import isoformat_z
 from tests.event_sources.conftest import (
     assert_written_and_delivered, audit_rows, csrf_token, events_of, subscribe,
 )
+
+STAFF = Actor.staff("registrar@example.ac.ke")
 
 
 def make_decision(app, factory, institution, status: str = "accepted", sent: bool = True) -> tuple[str, str]:
@@ -174,13 +177,13 @@ def test_staff_can_record_the_answer_for_their_own_institution_only(sources, fac
     decision_id, _ = make_decision(sources, factory, institution, status="deferred")
     with sources.app_context():
         with pytest.raises(NotFound):
-            record_decision_response_by_staff(InstitutionScope(other.id), decision_id, "accepted")
+            record_decision_response_by_staff(InstitutionScope(other.id), decision_id, "accepted", STAFF)
         decision, recorded = record_decision_response_by_staff(InstitutionScope(institution.id), decision_id,
-                                                               "declined")
+                                                               "declined", STAFF)
         assert recorded is True
         expected = {"decision_id": decision_id, "submission_id": decision.application_id,
                     "institution_id": institution.id, "response": "declined",
                     "responded_at": isoformat_z(decision.responded_at)}
         with pytest.raises(Conflict):
-            record_decision_response_by_staff(InstitutionScope(institution.id), decision_id, "accepted")
+            record_decision_response_by_staff(InstitutionScope(institution.id), decision_id, "accepted", STAFF)
     assert_written_and_delivered(sources, institution, "decision.responded", expected, secret, receiver)

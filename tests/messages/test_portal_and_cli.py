@@ -130,7 +130,7 @@ def test_the_portals_bulk_send_emails_every_applicant_once(mail_app, smtp, facto
     applications = [factory.application(institution, email=f"bulk{n}@example.com") for n in range(3)]
     client, token = _signed_in(mail_app, factory, institution, role="staff")
     data = {"ids": [a.id for a in applications], "decision": "accepted", "send_decision": "true",
-            "csrf_token": token}
+            "confirm_count": "3", "csrf_token": token}
     assert client.post("/applicants/bulk", data=data).status_code == 302
     assert client.post("/applicants/bulk", data=data).status_code == 302  # sent twice: nothing more
     drain_now(mail_app)
@@ -144,7 +144,7 @@ def test_sending_a_decision_twice_from_the_file_says_nothing_was_sent_again(mail
     client, token = _signed_in(mail_app, factory, institution, role="staff")
     headers = {"HX-Request": "true", "X-CSRFToken": token}
     first = client.post(f"/applicants/{application.id}/send-decision", headers=headers)
-    assert "The decision was sent to the applicant." in first.get_data(as_text=True)
+    assert "The decision “Accepted” was sent to the applicant." in first.get_data(as_text=True)
     again = client.post(f"/applicants/{application.id}/send-decision", headers=headers)
-    assert "had already been sent; nothing was sent again" in again.get_data(as_text=True)
+    assert "Nothing was sent: this decision was already sent on " in again.get_data(as_text=True)
     assert len(all_messages(mail_app)) == 1

@@ -47,7 +47,7 @@ def test_bulk_change_is_all_or_nothing_with_errors_beside_the_rows(staff, factor
     assert "Nothing was changed" in html
     rows = re.findall(r'<tr id="row-(app_[A-Za-z0-9]+)" hx-swap-oob="true" class="([^"]+)"', html)
     assert dict(rows)[undecided.id] == "has-error" and dict(rows)[good.id] == "has-error"
-    assert "cannot send" in html
+    assert "Send the decision: there is no decision to send yet." in html
     with app.app_context():
         assert db.session.scalar(select(Event.id).where(Event.type == "decision.sent")) is None
 
@@ -56,7 +56,7 @@ def test_bulk_change_rejects_unknown_stage_and_foreign_rows(staff, factory, app)
     mine = factory.application(staff.institution)
     foreign = factory.application(factory.institution())
     unknown = staff.post("/applicants/bulk", {"ids": [mine.id], "stage": "party"}, htmx=True)
-    assert unknown.status_code == 400 and "unknown stage" in _text(unknown)
+    assert unknown.status_code == 400 and "Stage: this stage is not in your pipeline." in _text(unknown)
     response = staff.post("/applicants/bulk", {"ids": [mine.id, foreign.id], "stage": "interview"}, htmx=True)
     assert response.status_code == 400
     assert f'id="row-{foreign.id}"' not in _text(response), "nothing about a foreign row is shown"
@@ -76,13 +76,13 @@ def test_bulk_change_without_javascript_redirects_back_with_a_message(staff, fac
     response = staff.post("/applicants/bulk", {"ids": [application.id], "stage": "interview"},
                           headers={"Referer": "http://localhost/applicants?stage=submitted"})
     assert response.status_code == 302 and response.headers["Location"] == "/applicants?stage=submitted"
-    assert "1 of 1 selected applications changed" in _text(staff.get("/applicants"))
+    assert "1 of 1 selected application changed." in _text(staff.get("/applicants"))
 
 
 def test_send_decision_emits_the_event_and_shows_it(staff, factory, app):
     application = factory.application(staff.institution, decision="accepted")
     response = staff.post(f"/applicants/{application.id}/send-decision", htmx=True)
-    assert response.status_code == 200 and "The decision was sent" in _text(response)
+    assert response.status_code == 200 and "The decision “Accepted” was sent to the applicant" in _text(response)
     with app.app_context():
         event = db.session.scalars(select(Event).where(Event.type == "decision.sent")).one()
     assert event.payload["decision_status"] == "accepted" and event.subject_id == application.id
@@ -116,5 +116,5 @@ def test_export_streams_every_row_of_the_current_filter(staff, factory, app):
     assert {row["personal.first_name"] for row in rows} == {"'=cmd"}
 
     partial = staff.get("/applicants?paid=false", htmx=True)
-    assert 'id="export-link" class="btn btn-secondary" hx-swap-oob="true" href="/applicants/export.csv?paid=false"' \
-        in _text(partial)
+    assert '<span id="export-links" class="actions" hx-swap-oob="true">' in _text(partial)
+    assert 'id="export-link" class="btn btn-secondary" href="/applicants/export.csv?paid=false"' in _text(partial)
