@@ -1,7 +1,7 @@
 """Applicants: the filtered table with cursor "load more", and one applicant's file."""
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit
 
 from flask import Response, current_app, flash, g, redirect, request, send_file, url_for
@@ -11,44 +11,24 @@ from core.csv_export import export_applications_csv
 from core.documents import attachment_disposition, document_storage, served_content_type
 from core.errors import InvalidInput, NotFound
 from core.institutions import pipeline as stage_pipeline
-from core.listing import fetch_application_page, fetch_applications_by_id, parse_application_query
+from core.listing import (
+    count_applications, fetch_application_page, fetch_applications_by_id, parse_application_query,
+)
 from core.models import utcnow
 from core.models.admissions import DECISIONS
 from core.overview import cycles, programs
 from core.partner_records import application_record
 from core.updates import MAX_UPDATES, apply_updates, parse_updates
 from portal import bp
+from portal.applicant_list import (
+    COLUMNS, DEFAULT_SORT, SORT_CHOICES, Filters, ListState, list_url_from, match_count_text, saved_views_context,
+)
 from portal.applicant_timeline import timeline_context
 from portal.forms import ActionForm, BulkUpdateForm, RecordAnswerForm, submitted
 from portal.rendering import is_partial_request, render_page
 from portal.security import audit, safe_next, staff_required
 
 PAGE_SIZE = 50
-
-
-@dataclass(frozen=True)
-class Filters:
-    """The table's filters as they appear in the URL (empty values dropped, so links stay short)."""
-    q: str = ""
-    cycle: str = ""
-    program: str = ""
-    stage: str = ""
-    decision: str = ""
-    paid: str = ""
-    enrolled: str = ""
-    submitted_after: str = ""
-    submitted_before: str = ""
-
-    @classmethod
-    def from_args(cls, args) -> Filters:
-        return cls(**{field.name: (args.get(field.name) or "").strip() for field in fields(cls)})
-
-    def as_args(self) -> dict[str, str]:
-        return {name: value for name, value in vars(self).items() if value}
-
-    @property
-    def active(self) -> bool:
-        return bool(self.as_args())
 
 
 @dataclass(frozen=True)
@@ -63,30 +43,35 @@ def _stage_names(pipeline=None) -> dict[str, str]:
     return {stage.key: stage.name for stage in (pipeline or stage_pipeline(g.scope))}
 
 
-def _page(filters: Filters, cursor: str | None):
-    args = filters.as_args()
+def _page(state: ListState, cursor: str | None):
+    args = {**state.filters.as_args(), "sort": state.sort.token}
     if cursor:
         args["cursor"] = cursor
-    query = parse_application_query(args, kind="portal-applicants", default_limit=PAGE_SIZE)
+    query = parse_application_query(args, kind="portal-applicants", default_limit=PAGE_SIZE,
+                                    default_sort=DEFAULT_SORT)
     page = fetch_application_page(g.scope, query)
-    return page, [application_record(row) for row in page.rows]
+    return query, page, [application_record(row) for row in page.rows]
 
 
 @bp.get("/applicants")
 @staff_required
 def applicants():
-    filters = Filters.from_args(request.args)
+    state = ListState.from_args(request.args)
+    filters = state.filters
     cursor = request.args.get("cursor") or None
-    page, records = _page(filters, cursor)
+    query, page, records = _page(state, cursor)
     pipeline = stage_pipeline(g.scope)
-    context = dict(filters=filters, page=page, records=records, cursor=cursor, stage_names=_stage_names(pipeline))
+    context = dict(list_state=state, filters=filters, page=page, records=records, cursor=cursor,
+                   stage_names=_stage_names(pipeline), list_url=state.url())
     if is_partial_request() and cursor:
         return render_page("applicants/partial/rows.html", **context)
+    total = count_applications(g.scope, query.filters)
     choices = Choices(cycles=cycles(g.scope), programs=programs(g.scope), stages=pipeline)
-    # The address bar shows only the filters in use, so a copied link is short and shareable.
-    headers = {"HX-Push-Url": url_for("portal.applicants", **filters.as_args())} if is_partial_request() else {}
+    # The address bar shows only the state in use, so a copied link is short and shareable.
+    headers = {"HX-Push-Url": state.url()} if is_partial_request() else {}
     return render_page("applicants/index.html", "applicants/partial/results.html", choices=choices,
-                       headers=headers, oob_export=True, **context)
+                       headers=headers, oob_export=True, total=total, match_count=match_count_text(total),
+                       sort_choices=SORT_CHOICES, column_choices=COLUMNS, **saved_views_context(), **context)
 
 
 @bp.get("/applicants/<application_id>")
@@ -95,7 +80,8 @@ def applicant_detail(application_id: str):
     file = applicant_file(g.scope, application_id)
     audit("applicant.view", application_id)
     return render_page("applicants/detail.html", file=file, record=file.record, stage_names=_stage_names(),
-                       answer_form=RecordAnswerForm(), **timeline_context(file))
+                       answer_form=RecordAnswerForm(), back_url=list_url_from(request.args.get("back")),
+                       **timeline_context(file))
 
 
 @bp.get("/applicants/<application_id>/documents/<document_id>")

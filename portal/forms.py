@@ -3,6 +3,7 @@ CSRF token twice (CSRFProtect for the whole app, then the form), and exempting a
 """
 from __future__ import annotations
 
+from flask_babel import lazy_gettext
 from flask_wtf import FlaskForm
 from wtforms import BooleanField, EmailField, PasswordField, SelectField, SelectMultipleField, StringField
 from wtforms.validators import DataRequired, Length, ValidationError
@@ -52,6 +53,21 @@ class BulkUpdateForm(FlaskForm):
     stage = StringField(filters=[_strip])
     decision = StringField(filters=[_strip])
     send_decision = BooleanField()
+
+
+class BulkMatchingForm(FlaskForm):
+    """The bulk change applied to every application matching the list: `matching` is the list's query string."""
+    matching = StringField()
+    stage = StringField(filters=[_strip])
+    decision = StringField(filters=[_strip])
+    send_decision = BooleanField()
+
+
+class SavedViewForm(FlaskForm):
+    """Save the list as it is (`query`: its query string) under a name of the user's."""
+    name = StringField(lazy_gettext("Name of this view"), filters=[_strip], validators=[
+        DataRequired(lazy_gettext("Give the view a name.")), Length(max=100)])
+    query = StringField()
 
 
 class RoleForm(FlaskForm):

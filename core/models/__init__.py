@@ -18,3 +18,5 @@ from core.models.checks import ApplicantCheck  # noqa: F401
 from core.models.counts import ApplicationCount, ApplicationDayCount  # noqa: F401
 # Messages to applicants
 from core.models.messages import Message  # noqa: F401
+# The staff's applicant list
+from core.models.applicant_list import BulkChange, SavedView  # noqa: F401
