@@ -133,7 +133,7 @@ class ListState:
 
 
 def match_count_text(total: int) -> str:
-    return ngettext("%(num)s applicant matches", "%(num)s applicants match", total, num=format_number(total))
+    return ngettext("%(count)s applicant matches", "%(count)s applicants match", total, count=format_number(total))
 
 
 def list_url_from(value: str | None) -> str | None:
