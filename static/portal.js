@@ -143,10 +143,9 @@
   /* "Load more": focus moves to the first new row, so keyboard and screen reader users go on from there. */
   var lastRowBeforeLoad = null;
   document.addEventListener("htmx:beforeSwap", function (event) {
-    var trigger = event.detail.requestConfig && event.detail.requestConfig.elt;
-    if (trigger && trigger.hasAttribute && trigger.hasAttribute("data-load-more")) {
-      var loadRow = trigger.closest("tr");
-      lastRowBeforeLoad = loadRow ? loadRow.previousElementSibling : null;
+    var target = event.detail.target;
+    if (target && target.id === "load-more") {  /* the "load more" row, replaced by the next page's rows */
+      lastRowBeforeLoad = target.previousElementSibling;
     }
   });
   document.addEventListener("htmx:afterSettle", function () {

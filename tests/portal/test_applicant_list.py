@@ -145,7 +145,8 @@ def test_columns_are_chosen_and_kept_in_every_link(staff, app):
     assert [header.strip() for header in headers] == ["Applicant", "Stage", "Last update"]
     first_row = re.search(r'<tr id="row-.*?</tr>', html, re.S).group(0)
     assert first_row.count("<td") == 4
-    assert 'name="columns" value="program">' in html and 'name="columns" value="stage" checked>' in html
+    assert re.search(r'name="columns" value="program" aria-label="Program column">', html)
+    assert re.search(r'name="columns" value="stage" aria-label="Stage column" checked>', html)
     more = html_lib.unescape(LOAD_MORE.search(html).group(1))
     assert parse_qs(urlsplit(more).query)["columns"] == ["stage,updated"]
     rows = _text(staff.get(more, htmx=True))
