@@ -132,7 +132,19 @@ class ListState:
         return 2 + len(self.columns)  # the selection box and the applicant
 
 
+# Searches and date filters are counted exactly up to this many matches (the counters answer the others).
+COUNT_CAP = 10_000
+
+
+def count_is_capped(total: int) -> bool:
+    """An exact count stopped at the cap (the counters answer exactly at any size, and more than the cap is
+    true of cap + 1 either way)."""
+    return total == COUNT_CAP + 1
+
+
 def match_count_text(total: int) -> str:
+    if count_is_capped(total):
+        return _("More than %(count)s applicants match", count=format_number(COUNT_CAP))
     return ngettext("%(count)s applicant matches", "%(count)s applicants match", total, count=format_number(total))
 
 

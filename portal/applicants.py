@@ -21,7 +21,8 @@ from core.partner_records import application_record
 from core.updates import MAX_UPDATES, apply_updates, parse_updates
 from portal import bp
 from portal.applicant_list import (
-    COLUMNS, DEFAULT_SORT, SORT_CHOICES, Filters, ListState, list_url_from, match_count_text, saved_views_context,
+    COLUMNS, COUNT_CAP, DEFAULT_SORT, SORT_CHOICES, Filters, ListState, count_is_capped, list_url_from, match_count_text,
+    saved_views_context,
 )
 from portal.applicant_timeline import timeline_context
 from portal.forms import ActionForm, BulkUpdateForm, RecordAnswerForm, submitted
@@ -65,12 +66,14 @@ def applicants():
                    stage_names=_stage_names(pipeline), list_url=state.url())
     if is_partial_request() and cursor:
         return render_page("applicants/partial/rows.html", **context)
-    total = count_applications(g.scope, query.filters)
+    total = count_applications(g.scope, query.filters, cap=COUNT_CAP)
     choices = Choices(cycles=cycles(g.scope), programs=programs(g.scope), stages=pipeline)
     # The address bar shows only the state in use, so a copied link is short and shareable.
     headers = {"HX-Push-Url": state.url()} if is_partial_request() else {}
     return render_page("applicants/index.html", "applicants/partial/results.html", choices=choices,
-                       headers=headers, oob_export=True, total=total, match_count=match_count_text(total),
+                       headers=headers, oob_export=True, total=total, total_capped=count_is_capped(total),
+                       count_cap=COUNT_CAP,
+                       match_count=match_count_text(total),
                        sort_choices=SORT_CHOICES, column_choices=COLUMNS, **saved_views_context(), **context)
 
 

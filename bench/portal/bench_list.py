@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import json
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -30,7 +32,9 @@ os.environ.setdefault("SECRET_KEY", "portal-bench-secret-of-at-least-32-characte
 os.environ.setdefault("STAFF_EMAIL", "admin@demo-university.ac.rw")
 os.environ.setdefault("STAFF_PASSWORD", "karibu-demo-2026")
 
-from bench_pages import free_port, sign_in, start_server  # noqa: E402 (same folder)
+import requests  # noqa: E402
+
+from bench_pages import free_port, sign_in  # noqa: E402 (same folder)
 
 SORTS = ("-submitted", "submitted", "-updated", "updated", "name", "-name", "stage", "-stage")
 DEEP_ROW = 500_000
@@ -88,6 +92,23 @@ def deep_cursors() -> tuple[dict[str, tuple[str, str]], str]:
     return cursors, cycle_id
 
 
+def start_server(port: int, workers: int) -> subprocess.Popen:
+    """gunicorn on loopback; waits up to 3 minutes (the shared machine can be slow to start it)."""
+    env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT), PORTAL_LOGIN_RATE_LIMIT="1000/minute",
+               PORTAL_LOGIN_ADDRESS_RATE_LIMIT="1000/minute", LOG_LEVEL="WARNING")
+    server = subprocess.Popen([sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers",
+                               str(workers), "--log-level", "warning", "wsgi:app"], cwd=PROJECT_ROOT, env=env)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        try:
+            requests.get(f"http://127.0.0.1:{port}/login", timeout=10)
+            return server
+        except requests.RequestException:
+            time.sleep(0.5)
+    server.terminate()
+    raise SystemExit("gunicorn did not start")
+
+
 def timed(session, url: str, runs: int, htmx: bool) -> list[float]:
     headers = {"HX-Request": "true"} if htmx else {}
     session.get(url, headers=headers)  # warm-up
@@ -115,9 +136,16 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--cursors-file", default="/tmp/karibu-bench-list-cursors.json",
+                        help="where the signed deep cursors are kept between runs (they depend on SECRET_KEY)")
     options = parser.parse_args()
-    print("signing deep cursors (OFFSET queries, once)…", flush=True)
-    cursors, cycle_id = deep_cursors()
+    saved = Path(options.cursors_file)
+    if saved.exists():
+        cursors, cycle_id = json.loads(saved.read_text())
+    else:
+        print("signing deep cursors (OFFSET queries, once)…", flush=True)
+        cursors, cycle_id = deep_cursors()
+        saved.write_text(json.dumps([cursors, cycle_id]))
     filters = [(label, url or f"/applicants?cycle={cycle_id}&stage=interview&paid=true") for label, url in FILTERS]
     port = free_port()
     server = start_server(port, options.workers)

@@ -294,3 +294,19 @@ def test_another_institution_cannot_see_a_bulk_change(staff, portal_as, factory)
     change_id = re.search(r"bulk_[A-Za-z0-9]+", _text(response)).group(0)
     stranger = portal_as("staff")
     assert stranger.get(f"/applicants/bulk-changes/{change_id}").status_code == 404
+
+
+def test_searches_are_counted_up_to_a_cap(staff, factory, monkeypatch):
+    import portal.applicant_list
+    import portal.applicants
+    monkeypatch.setattr(portal.applicant_list, "COUNT_CAP", 2)
+    monkeypatch.setattr(portal.applicants, "COUNT_CAP", 2)
+    for number in range(3):
+        factory.application(staff.institution, first_name=f"Capped{number}")
+    factory.application(staff.institution, first_name="Other")
+    searched = _text(staff.get("/applicants?q=capped", htmx=True))
+    assert '<p id="result-count" hx-swap-oob="innerHTML">More than 2 applicants match</p>' in searched
+    assert "Select all applicants matching the filters" in searched
+    counted = _text(staff.get("/applicants?stage=submitted", htmx=True))
+    assert '<p id="result-count" hx-swap-oob="innerHTML">4 applicants match</p>' in counted, \
+        "the counters need no cap"
