@@ -27,7 +27,7 @@ from datetime import datetime
 from typing import Any
 
 from itsdangerous import BadData, URLSafeSerializer
-from sqlalchemy import Select, func, or_, select, tuple_
+from sqlalchemy import Select, and_, func, or_, select, tuple_
 from sqlalchemy.orm import selectinload
 
 from core.config import settings
@@ -189,9 +189,13 @@ def _check_issuer(scope: InstitutionScope, position: Position) -> None:
 def _keyset_after(scope: InstitutionScope, position: Position, *columns, descending: bool = False):
     """`(columns) > position` (`<` when descending): the rows after the cursor in this order."""
     _check_issuer(scope, position)
-    if descending:
-        return tuple_(*columns) < tuple_(*position.values)
-    return tuple_(*columns) > tuple_(*position.values)
+    after = tuple_(*columns) < tuple_(*position.values) if descending else tuple_(*columns) > tuple_(*position.values)
+    if len(columns) < 3:
+        return after
+    # Keys from two tables (name: the applicant's text and id, then the application id): the same bound on the
+    # first table's keys alone is what its index can start from; without it the walk starts at the beginning.
+    leading, values = tuple_(*columns[:-1]), tuple_(*position.values[:-1])
+    return and_(leading <= values if descending else leading >= values, after)
 
 
 def text_parameter(args: Mapping[str, str], name: str) -> str | None:
