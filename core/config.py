@@ -68,6 +68,9 @@ class Settings(BaseSettings):
     # Documents and bulk updates
     DOCUMENT_STORAGE_DIR: str = str(INSTANCE_DIR / "documents")
     EMIT_APPLICATION_UPDATED: bool = False
+    # A bulk change of a whole filtered set up to this many applications runs in the request; larger ones run
+    # as a background job with progress shown on the page.
+    BULK_CHANGE_INLINE_LIMIT: int = Field(default=500, ge=0)
     # Record verification
     REGISTRY_NESA_URL: str = "http://127.0.0.1:8765/nesa"
     REGISTRY_NESA_TOKEN: str = "simulator-nesa-token"

@@ -1,12 +1,15 @@
 """Filtered, keyset-paginated listings (applications, search, cycles) with signed cursors bound to the query.
 
-A cursor carries the position of the last row of its page (`submitted_at`, `id` for applications;
-`opens_at`, `id` for cycles), the institution it was issued to and a fingerprint of the query that produced
-it: the listing kind, `limit` and every filter in canonical form (`format` excluded, so a JSON walk may
-continue as CSV). It is signed with SECRET_KEY: a tampered cursor is "invalid cursor", one reused with
-another query or by another institution is "cursor does not match this query". Pages are found by keyset
-(`WHERE (submitted_at, id) > cursor ORDER BY submitted_at, id`), never by OFFSET, so page N costs what
-page 1 costs.
+A cursor carries the position of the last row of its page (the sort key and `id` for applications: by
+default `submitted_at`, `id`; `opens_at`, `id` for cycles), the institution it was issued to and a
+fingerprint of the query that produced it: the listing kind, `limit`, the sort (when not the default) and
+every filter in canonical form (`format` excluded, so a JSON walk may continue as CSV). It is signed with
+SECRET_KEY: a tampered cursor is "invalid cursor", one reused with another query or sort or by another
+institution is "cursor does not match this query". Pages are found by keyset (`WHERE (submitted_at, id) >
+cursor ORDER BY submitted_at, id`), never by OFFSET, so page N costs what page 1 costs.
+
+Listings that accept `sort` (the portal's) order applications by submission, last update, name or stage,
+ascending or descending (`sort=-submitted` is newest first); see `SORT_KEYS` and `fetch_application_page`.
 
 Values are read leniently where that cannot change their meaning: surrounding spaces are trimmed, and
 `format`, `decision`, `stage` and the booleans match whatever their case. A `stage` that is not one of the
@@ -24,10 +27,11 @@ from datetime import datetime
 from typing import Any
 
 from itsdangerous import BadData, URLSafeSerializer
-from sqlalchemy import Select, func, or_, select, tuple_
+from sqlalchemy import Select, and_, func, or_, select, tuple_
 from sqlalchemy.orm import selectinload
 
 from core.config import settings
+from core.counts import count_by_dimensions
 from core.errors import InvalidInput
 from core.extensions import db
 from core.models import Applicant, Application, Cycle, Program, Stage
@@ -57,12 +61,50 @@ def bad_parameter(parameter: str, message: str) -> InvalidInput:
     return InvalidInput(message, parameter=parameter)
 
 
+# Sort keys of the applications listing; `-key` is the same order descending.
+SORT_KEYS = ("submitted", "updated", "name", "stage")
+# What each sort's cursor stores after the institution id: the kind of each value (the last one is unique).
+_SORT_VALUE_KINDS = {
+    "submitted": ("datetime", "text"),
+    "updated": ("datetime", "text"),
+    "name": ("text", "text", "text"),  # folded name text, applicant id, application id
+    "stage": ("text", "datetime", "text"),  # stage id, submitted_at, application id
+}
+
+
+@dataclass(frozen=True)
+class Sort:
+    """An order of the applications listing: a key of SORT_KEYS, ascending or descending."""
+    key: str = "submitted"
+    descending: bool = False
+
+    @property
+    def token(self) -> str:
+        """The URL form: `submitted`, `-submitted`, …"""
+        return ("-" if self.descending else "") + self.key
+
+    @classmethod
+    def parse(cls, raw: str | None, default: Sort) -> Sort:
+        value = (raw or "").strip().lower()
+        if not value:
+            return default
+        descending = value.startswith("-")
+        key = value.removeprefix("-")
+        if key not in SORT_KEYS:
+            raise bad_parameter("sort", "sort must be one of: " + ", ".join(
+                token for key in SORT_KEYS for token in (key, f"-{key}")))
+        return cls(key, descending)
+
+
+OLDEST_FIRST = Sort("submitted", False)
+
+
 @dataclass(frozen=True)
 class Position:
-    """Where the previous page ended, and for which institution the cursor was issued."""
+    """Where the previous page ended (the sort values of its last row, id last), and for which institution
+    the cursor was issued."""
     institution_id: str
-    sort_value: datetime
-    id: str
+    values: tuple
 
 
 @dataclass(frozen=True)
@@ -72,6 +114,7 @@ class ApplicationQuery:
     filters: dict[str, Any] = field(default_factory=dict)
     fingerprint: str = ""
     after: Position | None = None
+    sort: Sort = OLDEST_FIRST
 
 
 @dataclass(frozen=True)
@@ -116,27 +159,43 @@ def decode_cursor(token: str, fingerprint: str) -> list:
     return payload[1:]
 
 
-def _open_cursor(args: Mapping[str, str], fingerprint: str) -> Position | None:
+def _open_cursor(args: Mapping[str, str], fingerprint: str,
+                 kinds: tuple[str, ...] = ("datetime", "text")) -> Position | None:
     token = args.get("cursor")
     if not token:
         return None
     position = decode_cursor(token, fingerprint)
     try:
-        institution_id, sort_value, row_id = position
-        return Position(str(institution_id), datetime.fromisoformat(sort_value), str(row_id))
+        institution_id, *values = position
+        if len(values) != len(kinds) or not all(isinstance(value, str) for value in values):
+            raise ValueError("cursor shape")
+        return Position(str(institution_id), tuple(
+            datetime.fromisoformat(value) if kind == "datetime" else value for kind, value in zip(kinds, values)))
     except (TypeError, ValueError):
         raise bad_parameter("cursor", "invalid cursor") from None
 
 
-def _next_cursor(scope: InstitutionScope, fingerprint: str, sort_value: datetime, row_id: str) -> str:
-    return encode_cursor(fingerprint, [scope.institution_id, sort_value.isoformat(), row_id])
+def _next_cursor(scope: InstitutionScope, fingerprint: str, *values) -> str:
+    return encode_cursor(fingerprint, [scope.institution_id, *(
+        value.isoformat() if isinstance(value, datetime) else value for value in values)])
 
 
-def _keyset_after(scope: InstitutionScope, position: Position, sort_column, id_column):
-    """`(sort, id) > position`; a cursor issued to another institution does not match this query."""
+def _check_issuer(scope: InstitutionScope, position: Position) -> None:
+    """A cursor issued to another institution does not match this query."""
     if not hmac.compare_digest(position.institution_id, scope.institution_id):
         raise bad_parameter("cursor", "cursor does not match this query")
-    return tuple_(sort_column, id_column) > tuple_(position.sort_value, position.id)
+
+
+def _keyset_after(scope: InstitutionScope, position: Position, *columns, descending: bool = False):
+    """`(columns) > position` (`<` when descending): the rows after the cursor in this order."""
+    _check_issuer(scope, position)
+    after = tuple_(*columns) < tuple_(*position.values) if descending else tuple_(*columns) > tuple_(*position.values)
+    if len(columns) < 3:
+        return after
+    # Keys from two tables (name: the applicant's text and id, then the application id): the same bound on the
+    # first table's keys alone is what its index can start from; without it the walk starts at the beginning.
+    leading, values = tuple_(*columns[:-1]), tuple_(*position.values[:-1])
+    return and_(leading <= values if descending else leading >= values, after)
 
 
 def text_parameter(args: Mapping[str, str], name: str) -> str | None:
@@ -217,13 +276,23 @@ def _parse_filters(args: Mapping[str, str], require_q: bool) -> tuple[dict[str, 
 
 
 def parse_application_query(args: Mapping[str, str], *, kind: str = "applications", default_limit: int = 50,
-                            max_limit: int = 1000, require_q: bool = False) -> ApplicationQuery:
-    """Validate list parameters and open the cursor, if any (unknown parameters are the API's to refuse)."""
+                            max_limit: int = 1000, require_q: bool = False,
+                            default_sort: Sort | None = None) -> ApplicationQuery:
+    """Validate list parameters and open the cursor, if any (unknown parameters are the API's to refuse).
+
+    `sort` is read only when a `default_sort` is given (the portal's listing); otherwise the order is oldest
+    submission first. The sort is part of the cursor's fingerprint unless it is that default, so the API's
+    cursors stay as they were.
+    """
     limit = parse_limit(args, default_limit, max_limit)
     filters, canonical = _parse_filters(args, require_q)
+    sort = Sort.parse(text_parameter(args, "sort"), default_sort) if default_sort else OLDEST_FIRST
+    if sort != OLDEST_FIRST:
+        canonical["sort"] = sort.token
     fingerprint = query_fingerprint(kind, limit, canonical)
-    after = _open_cursor(args, fingerprint)
-    return ApplicationQuery(kind=kind, limit=limit, filters=filters, fingerprint=fingerprint, after=after)
+    after = _open_cursor(args, fingerprint, _SORT_VALUE_KINDS[sort.key])
+    return ApplicationQuery(kind=kind, limit=limit, filters=filters, fingerprint=fingerprint, after=after,
+                            sort=sort)
 
 
 def parse_export_query(args: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
@@ -360,17 +429,107 @@ def ordered_applications(scope: InstitutionScope, filters: Mapping[str, Any]) ->
         Application.submitted_at, Application.id)
 
 
+def _order_columns(sort: Sort) -> tuple:
+    """The keyset columns of a sort (an index of migration 0014 or earlier serves each, forwards or backwards)."""
+    if sort.key == "updated":
+        return Application.updated_at, Application.id
+    if sort.key == "name":
+        # The applicant's folded "first last email": case and accents do not change the order.
+        return Applicant.search_text, Applicant.id, Application.id
+    return Application.submitted_at, Application.id
+
+
+def _row_position(sort: Sort):
+    if sort.key == "updated":
+        return lambda row: (row.updated_at, row.id)
+    if sort.key == "name":
+        return lambda row: (row.sort_name, row.applicant_id, row.id)
+    if sort.key == "stage":
+        return lambda row: (row.stage, row.submitted_at, row.id)
+    return lambda row: (row.submitted_at, row.id)
+
+
 def fetch_application_page(scope: InstitutionScope, query: ApplicationQuery) -> Page:
-    """One page in (`submitted_at`, `id`) order, by keyset: page N costs what page 1 costs."""
+    """One page in the query's order, by keyset: page N costs what page 1 costs.
+
+    Every order ends with the application id, so rows that tie on the sort value are never skipped or
+    repeated between pages. `stage` follows the institution's pipeline (newest submission first within a
+    stage), one index range per stage, so it needs no sort of the whole set either.
+    """
     statement = filtered_applications(scope, query.filters)
     if "q" in query.filters and db.session.get_bind().dialect.name == "postgresql":
         _plan_search_for_buffer_cache()
+    sort = query.sort
+    if sort.key == "stage":
+        rows = _rows_by_stage(scope, query, statement)
+    else:
+        if sort.key == "name":
+            # The applicant's own institution condition lets its (institution, search_text, id) index give the
+            # order, joined to each applicant's applications.
+            statement = statement.add_columns(Applicant.search_text.label("sort_name")).where(scope.owns(Applicant))
+        columns = _order_columns(sort)
+        if query.after is not None:
+            statement = statement.where(_keyset_after(scope, query.after, *columns, descending=sort.descending))
+        statement = statement.order_by(*(column.desc() if sort.descending else column for column in columns))
+        rows = list(db.session.execute(statement.limit(query.limit + 1)))
+    return _page(rows, query.limit, scope, query.fingerprint, _row_position(sort))
+
+
+def _rows_by_stage(scope: InstitutionScope, query: ApplicationQuery, statement: Select) -> list:
+    """Up to limit + 1 rows in pipeline order (reversed when descending), newest submission first within a
+    stage: one keyset query per stage, from the cursor's stage on, until the page is full."""
+    stages = [pipeline_stage(scope, query.filters["stage"])] if "stage" in query.filters \
+        else list(db.session.scalars(scope.select(Stage, Stage.key).order_by(Stage.position)))
+    if query.sort.descending:
+        stages.reverse()
+    within_stage = (Application.submitted_at, Application.id)
+    first, after = 0, None
     if query.after is not None:
-        statement = statement.where(
-            _keyset_after(scope, query.after, Application.submitted_at, Application.id))
-    statement = statement.order_by(Application.submitted_at, Application.id).limit(query.limit + 1)
-    rows = list(db.session.execute(statement))
-    return _page(rows, query.limit, scope, query.fingerprint, lambda row: (row.submitted_at, row.id))
+        _check_issuer(scope, query.after)
+        stage, *after = query.after.values
+        if stage not in stages:
+            raise bad_parameter("cursor", "invalid cursor")
+        first = stages.index(stage)
+    rows: list = []
+    for stage in stages[first:]:
+        in_stage = statement.where(Application.stage == stage)
+        if after is not None and stage == stages[first]:
+            in_stage = in_stage.where(tuple_(*within_stage) < tuple_(*after))
+        in_stage = in_stage.order_by(*(column.desc() for column in within_stage))
+        rows.extend(db.session.execute(in_stage.limit(query.limit + 1 - len(rows))))
+        if len(rows) > query.limit:
+            break
+    return rows
+
+
+def count_applications(scope: InstitutionScope, filters: Mapping[str, Any], cap: int | None = None) -> int:
+    """How many applications the listing with these filters holds (all pages together).
+
+    Filters that are all counted dimensions (cycle, program, stage, decision, paid, enrolled) are answered
+    from the counter tables in constant time; any other filter (search, dates) is an exact COUNT of the
+    same filtered statement the pages read, which stops at `cap` + 1 rows when a cap is given (a search
+    shared by a sixth of a million applications is not counted row by row on every keystroke).
+    """
+    dimensions: dict[str, Any] = {}
+    for name, value in filters.items():
+        if name == "cycle":
+            dimensions["cycle_ids"] = _referenced_ids(scope, Cycle, "cycle", value)
+        elif name == "program":
+            dimensions["program_ids"] = _referenced_ids(scope, Program, "program", value)
+        elif name == "stage":
+            dimensions["stage"] = pipeline_stage(scope, value)
+        elif name in ("decision", "paid", "enrolled"):
+            dimensions[name] = value
+        else:
+            break
+    else:
+        return count_by_dimensions(scope, dimensions)
+    if "q" in filters and db.session.get_bind().dialect.name == "postgresql":
+        _plan_search_for_buffer_cache()
+    if cap is None:
+        return int(db.session.scalar(filtered_applications(scope, filters, scope.select(Application, func.count()))))
+    matching = filtered_applications(scope, filters, scope.select(Application, Application.id)).limit(cap + 1)
+    return int(db.session.scalar(select(func.count()).select_from(matching.subquery())))
 
 
 def _page(rows: list, limit: int, scope: InstitutionScope, fingerprint: str, position) -> Page:

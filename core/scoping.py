@@ -27,6 +27,10 @@ class InstitutionScope:
         statement = select(*columns) if columns else select(model)
         return statement.where(model.institution_id == self.institution_id)
 
+    def owns(self, model):
+        """`model.institution_id = <this institution>`, for a joined model (e.g. to let its index order a join)."""
+        return model.institution_id == self.institution_id
+
     def get(self, model, object_id: str):
         """The row with this id in this institution, or None when it is missing or belongs elsewhere."""
         if not isinstance(object_id, str):

@@ -18,6 +18,7 @@ def _configure(state) -> None:
 # Views register themselves on `bp`.
 from portal import (  # noqa: F401
     account,
+    applicant_list,
     applicants,
     audit_log,
     auth,

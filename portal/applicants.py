@@ -1,7 +1,7 @@
 """Applicants: the filtered table with cursor "load more", and one applicant's file."""
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit
 
 from flask import Response, current_app, flash, g, redirect, request, send_file, url_for
@@ -13,7 +13,9 @@ from core.csv_export import export_applications_csv
 from core.documents import attachment_disposition, document_storage, served_content_type
 from core.errors import InvalidInput, NotFound
 from core.institutions import pipeline as stage_pipeline
-from core.listing import fetch_application_page, fetch_applications_by_id, parse_application_query
+from core.listing import (
+    count_applications, fetch_application_page, fetch_applications_by_id, parse_application_query,
+)
 from core.models import utcnow
 from core.models.admissions import DECISIONS
 from core.overview import cycles, programs
@@ -22,37 +24,16 @@ from core.updates import MAX_UPDATES, apply_updates, check_updates, parse_update
 from core.xlsx_export import CONTENT_TYPE as XLSX_CONTENT_TYPE
 from core.xlsx_export import export_applications_xlsx
 from portal import bp
+from portal.applicant_list import (
+    COLUMNS, COUNT_CAP, DEFAULT_SORT, SORT_CHOICES, Filters, ListState, count_is_capped, list_url_from, match_count_text,
+    saved_views_context,
+)
 from portal.applicant_timeline import DECISION_LABELS, timeline_context
 from portal.forms import ActionForm, ApplicationStateForm, BulkUpdateForm, RecordAnswerForm, submitted
 from portal.rendering import format_datetime, is_partial_request, render_page
 from portal.security import audit, safe_next, staff_actor, staff_required
 
 PAGE_SIZE = 50
-
-
-@dataclass(frozen=True)
-class Filters:
-    """The table's filters as they appear in the URL (empty values dropped, so links stay short)."""
-    q: str = ""
-    cycle: str = ""
-    program: str = ""
-    stage: str = ""
-    decision: str = ""
-    paid: str = ""
-    enrolled: str = ""
-    submitted_after: str = ""
-    submitted_before: str = ""
-
-    @classmethod
-    def from_args(cls, args) -> Filters:
-        return cls(**{field.name: (args.get(field.name) or "").strip() for field in fields(cls)})
-
-    def as_args(self) -> dict[str, str]:
-        return {name: value for name, value in vars(self).items() if value}
-
-    @property
-    def active(self) -> bool:
-        return bool(self.as_args())
 
 
 @dataclass(frozen=True)
@@ -67,30 +48,37 @@ def _stage_names(pipeline=None) -> dict[str, str]:
     return {stage.key: stage.name for stage in (pipeline or stage_pipeline(g.scope))}
 
 
-def _page(filters: Filters, cursor: str | None):
-    args = filters.as_args()
+def _page(state: ListState, cursor: str | None):
+    args = {**state.filters.as_args(), "sort": state.sort.token}
     if cursor:
         args["cursor"] = cursor
-    query = parse_application_query(args, kind="portal-applicants", default_limit=PAGE_SIZE)
+    query = parse_application_query(args, kind="portal-applicants", default_limit=PAGE_SIZE,
+                                    default_sort=DEFAULT_SORT)
     page = fetch_application_page(g.scope, query)
-    return page, [application_record(row) for row in page.rows]
+    return query, page, [application_record(row) for row in page.rows]
 
 
 @bp.get("/applicants")
 @staff_required
 def applicants():
-    filters = Filters.from_args(request.args)
+    state = ListState.from_args(request.args)
+    filters = state.filters
     cursor = request.args.get("cursor") or None
-    page, records = _page(filters, cursor)
+    query, page, records = _page(state, cursor)
     pipeline = stage_pipeline(g.scope)
-    context = dict(filters=filters, page=page, records=records, cursor=cursor, stage_names=_stage_names(pipeline))
+    context = dict(list_state=state, filters=filters, page=page, records=records, cursor=cursor,
+                   stage_names=_stage_names(pipeline), list_url=state.url())
     if is_partial_request() and cursor:
         return render_page("applicants/partial/rows.html", **context)
+    total = count_applications(g.scope, query.filters, cap=COUNT_CAP)
     choices = Choices(cycles=cycles(g.scope), programs=programs(g.scope), stages=pipeline)
-    # The address bar shows only the filters in use, so a copied link is short and shareable.
-    headers = {"HX-Push-Url": url_for("portal.applicants", **filters.as_args())} if is_partial_request() else {}
+    # The address bar shows only the state in use, so a copied link is short and shareable.
+    headers = {"HX-Push-Url": state.url()} if is_partial_request() else {}
     return render_page("applicants/index.html", "applicants/partial/results.html", choices=choices,
-                       headers=headers, oob_export=True, **context)
+                       headers=headers, oob_export=True, total=total, total_capped=count_is_capped(total),
+                       count_cap=COUNT_CAP,
+                       match_count=match_count_text(total),
+                       sort_choices=SORT_CHOICES, column_choices=COLUMNS, **saved_views_context(), **context)
 
 
 @bp.get("/applicants/<application_id>/documents/<document_id>")
@@ -226,7 +214,7 @@ def _file_page(application_id: str, **extra):
     pipeline = stage_pipeline(g.scope)
     context = dict(file=file, record=file.record, stage_names=_stage_names(pipeline),
                    answer_form=RecordAnswerForm(), state_form=_state_form(file.record, pipeline),
-                   **timeline_context(file))
+                   back_url=list_url_from(request.args.get("back")), **timeline_context(file))
     return {**context, **extra}
 
 

@@ -118,6 +118,21 @@ class ApplicationStateForm(FlaskForm):
     decision = SelectField(_l("Decision"), validate_choice=False)
 
 
+class BulkMatchingForm(FlaskForm):
+    """The bulk change applied to every application matching the list: `matching` is the list's query string."""
+    matching = StringField()
+    stage = StringField(filters=[_strip])
+    decision = StringField(filters=[_strip])
+    send_decision = BooleanField()
+
+
+class SavedViewForm(FlaskForm):
+    """Save the list as it is (`query`: its query string) under a name of the user's."""
+    name = StringField(_l("Name of this view"), filters=[_strip], validators=[
+        DataRequired(_l("Give the view a name.")), Length(max=100)])
+    query = StringField()
+
+
 class RoleForm(FlaskForm):
     role = StringField(filters=[_strip])  # checked by core.users.set_role
 

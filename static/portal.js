@@ -74,7 +74,49 @@
         control.disabled = chosen === 0;
       });
     }
+    refreshMatching(formId, boxes.length > 0 && chosen === boxes.length);
   }
+
+  /* "Select all N matching": offered once every loaded row is selected and more rows match than are loaded.
+     Choosing it swaps "Apply to selected" for "Apply to all N matching" (a button posting to its own URL). */
+  function setMatching(formId, on) {
+    var block = document.querySelector('[data-select-matching="' + formId + '"]');
+    if (!block) { return; }
+    block.setAttribute("data-chosen", on ? "true" : "false");
+    block.querySelector("[data-matching-offer]").hidden = on;
+    block.querySelector("[data-matching-chosen]").hidden = !on;
+    block.querySelector("[data-matching-submit]").hidden = !on;
+    var form = document.getElementById(formId);
+    if (form) {
+      form.querySelectorAll("[data-needs-selection]").forEach(function (control) { control.hidden = on; });
+    }
+  }
+
+  function refreshMatching(formId, allShownSelected) {
+    var block = document.querySelector('[data-select-matching="' + formId + '"]');
+    if (!block) { return; }
+    var moreToLoad = document.getElementById("load-more") !== null;
+    if (!allShownSelected) { setMatching(formId, false); }
+    block.hidden = !(allShownSelected && (moreToLoad || block.getAttribute("data-chosen") === "true"));
+  }
+
+  document.addEventListener("click", function (event) {
+    var on = event.target.closest("[data-select-matching-on]");
+    var off = event.target.closest("[data-select-matching-off]");
+    if (!on && !off) { return; }
+    var block = event.target.closest("[data-select-matching]");
+    var formId = block.getAttribute("data-select-matching");
+    if (on) {
+      setMatching(formId, true);
+      block.querySelector("[data-select-matching-off]").focus();
+    } else {
+      selectionFor(formId).forEach(function (box) { box.checked = false; });
+      setMatching(formId, false);
+      refreshSelection(formId);
+      var all = document.querySelector('[data-select-all="' + formId + '"]');
+      if (all) { all.focus(); }
+    }
+  });
 
   document.addEventListener("change", function (event) {
     var target = event.target;
@@ -172,6 +214,33 @@
 
   document.addEventListener("DOMContentLoaded", function () { announceSummaries(true); });
   document.addEventListener("htmx:afterSettle", function () { announceSummaries(false); });
+
+  /* "Load more": focus moves to the first new row, so keyboard and screen reader users go on from there. */
+  var lastRowBeforeLoad = null;
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var target = event.detail.target;
+    if (target && target.id === "load-more") {  /* the "load more" row, replaced by the next page's rows */
+      lastRowBeforeLoad = target.previousElementSibling;
+    }
+  });
+  document.addEventListener("htmx:afterSettle", function () {
+    if (!lastRowBeforeLoad) { return; }
+    var firstNew = lastRowBeforeLoad.nextElementSibling;
+    lastRowBeforeLoad = null;
+    if (firstNew && firstNew.id !== "load-more") {
+      firstNew.setAttribute("tabindex", "-1");
+      firstNew.focus();
+    }
+  });
+
+  /* A column header that sorts the list also shows its sort in the filter form's sort menu. */
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest("a.sort-link");
+    var menu = document.getElementById("sort");
+    if (!link || !menu) { return; }
+    var sort = new URL(link.href, window.location.href).searchParams.get("sort") || "-submitted";
+    menu.value = sort;
+  });
 
   /* Request failures that the page has no place for are announced in a live region. */
   function toast(message) {

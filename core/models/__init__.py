@@ -24,3 +24,5 @@ from core.models.accounts import PasswordReset, StaffInvitation, StaffSession  #
 from core.models.two_factor import RecoveryCode, TwoFactorCredential  # noqa: F401
 # History of admission-state changes (who changed what)
 from core.models.history import ApplicationChange  # noqa: F401
+# The staff's applicant list
+from core.models.applicant_list import BulkChange, SavedView  # noqa: F401

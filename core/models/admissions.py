@@ -61,6 +61,7 @@ class Stage(Base):
 
 class Applicant(Base):
     __tablename__ = "applicants"
+    __table_args__ = (Index("ix_applicants_inst_search_text", "institution_id", "search_text", "id"),)
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=lambda: new_id("apl"))
     institution_id: Mapped[str] = mapped_column(ForeignKey("institutions.id"), index=True)
@@ -85,6 +86,7 @@ class Application(Base):
         Index("ix_applications_inst_submitted", "institution_id", "submitted_at", "id"),
         Index("ix_applications_inst_cycle_submitted", "institution_id", "cycle_id", "submitted_at", "id"),
         Index("ix_applications_inst_updated", "institution_id", "updated_at", "id"),
+        Index("ix_applications_inst_stage_submitted", "institution_id", "stage", "submitted_at", "id"),
     )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=lambda: new_id("app"))

@@ -4,7 +4,6 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
-import pytest
 from sqlalchemy import select
 
 from core.extensions import db

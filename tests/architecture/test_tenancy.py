@@ -22,15 +22,15 @@ import pytest
 from werkzeug.datastructures import MultiDict
 
 from core import applicant_checks, applicant_file, applying, audit_trail, bundles, counts, csv_export, decisions, keys
-from core import account_links, event_feed
+from core import account_links, bulk_changes, event_feed, saved_views
 from core import institutions, listing, overview, updates, users
 from core.documents import document_storage
 from core.errors import InvalidInput, NotFound
 from core.history import Actor
 from core.extensions import db
 from core.models import (
-    ApiKey, Applicant, ApplicantCheck, Application, AuditLog, Base, Cycle, Decision, Document, Event, Payment,
-    Program, Stage, User, VerificationCharge, utcnow,
+    ApiKey, Applicant, ApplicantCheck, Application, AuditLog, Base, BulkChange, Cycle, Decision, Document, Event,
+    Payment, Program, SavedView, Stage, User, VerificationCharge, utcnow,
 )
 from core.messages import log as message_log
 from core.models.accounts import StaffInvitation
@@ -104,6 +104,8 @@ class Rows:
     message_id: str
     invitation_id: str
     change_id: str
+    view_id: str = ""
+    bulk_change_id: str = ""
 
 
 def populate(tag: str, issuer: str) -> Rows:
@@ -156,7 +158,13 @@ def populate(tag: str, issuer: str) -> Rows:
                                  token_hash=f"{tag:0<64}", invited_by=user.id, expires_at=now + timedelta(days=3))
     db.session.add(invitation)
     db.session.commit()
-    return Rows(tag=tag, institution_id=institution.id, program_id=program.id, cycle_id=cycle.id,
+    view = saved_views.save_view(scope, user.id, f"View {tag}", f"stage=stage_{tag}")
+    bulk = BulkChange(institution_id=institution.id, actor=user.email, filters={}, change={"decision": "accepted"},
+                      status="done", total=1, done=1, changed=0, refused=0)
+    db.session.add(bulk)
+    db.session.commit()
+    return Rows(view_id=view.id, bulk_change_id=bulk.id, tag=tag, institution_id=institution.id,
+                program_id=program.id, cycle_id=cycle.id,
                 stage_key=stage.key, last_name=f"Surname{tag}", application_id=application.id,
                 decision_id=decision.id, payment_id=payment.id, document_id=document.id, check_id=check.id,
                 event_id=event.id, user_id=user.id, key_id=key.id, issuer=issuer, audit_id=audit.id,
@@ -517,6 +525,42 @@ def webhooks_recover(scope, own, target):
     log.recover_since(scope, utcnow() - timedelta(days=1))
     db.session.expire_all()
     return db.session.get(WebhookDelivery, target.delivery_id).status == "pending"
+
+
+@probe(SavedView)
+def saved_views_list(scope, own, target):
+    return target.view_id in {view.id for view in saved_views.list_views(scope, target.user_id)}
+
+
+@probe(SavedView)
+def saved_views_get(scope, own, target):
+    return reached(lambda: saved_views.get_view(scope, target.user_id, target.view_id))
+
+
+@probe(BulkChange)
+def bulk_changes_get(scope, own, target):
+    return reached(lambda: bulk_changes.get_bulk_change(scope, target.bulk_change_id))
+
+
+@probe(BulkChange)
+def bulk_changes_run(scope, own, target):
+    return reached(lambda: bulk_changes.run_bulk_change(scope, target.bulk_change_id))
+
+
+@probe(Cycle, Application)
+def bulk_changes_start(scope, own, target):
+    return reached(lambda: bulk_changes.start_bulk_change(
+        scope, "test", {"cycle": target.cycle_id}, {"decision": "accepted"}).total == 1)
+
+
+@probe(Cycle)
+def listing_count_by_cycle(scope, own, target):
+    return reached(lambda: listing.count_applications(scope, {"cycle": target.cycle_id}))
+
+
+@probe(Applicant)
+def listing_count_search(scope, own, target):
+    return listing.count_applications(scope, {"q": target.last_name}) == 1
 
 
 def tenant_owned_models() -> set[type]:

@@ -46,7 +46,7 @@ def test_staff_find_applicants_by_filter_and_search(page, factory):
     expect(rows).to_have_count(60)
     expect(page.get_by_role("link", name="Load more")).to_have_count(0)
 
-    page.get_by_label("Program").select_option(label="BSc Midwifery")
+    page.get_by_label("Program", exact=True).select_option(label="BSc Midwifery")
     expect(rows).to_have_count(20)
     expect(page).to_have_url(re.compile(r"/applicants\?program=prg_"))
     page.get_by_label("Paid", exact=True).select_option(label="Paid")

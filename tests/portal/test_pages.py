@@ -69,13 +69,14 @@ def test_applicants_table_filters_search_and_load_more(staff, factory):
     assert page.status_code == 200 and _is_full_page(page)
     assert html.count('name="ids"') == 50
     assert "Load more" in html
+    assert "Aimée" in html, "newest submission first"
     more = re.search(r'hx-get="(/applicants\?cursor=[^"]+)"', html).group(1).replace("&amp;", "&")
 
     rows = staff.get(more, htmx=True)
     assert rows.status_code == 200 and not _is_full_page(rows)
     assert _text(rows).count('name="ids"') == 6
     assert "Load more" not in _text(rows)
-    assert "Aimée" in _text(rows)
+    assert created[0].id in _text(rows), "the oldest come last"
 
     search = staff.get("/applicants?q=aimee&cycle=&stage=", htmx=True)
     assert search.status_code == 200 and not _is_full_page(search)
