@@ -12,6 +12,7 @@ from sqlalchemy import select
 
 from core.decisions import decision_response_token
 from core.extensions import db
+from core.history import Actor
 from core.models import Decision, Message
 from core.scoping import InstitutionScope
 from core.updates import apply_updates, parse_updates
@@ -74,7 +75,7 @@ def seeded(app, factory, monkeypatch) -> Seeded:
     with app.app_context():
         apply_updates(scope, parse_updates({"updates": [{"id": application.id, "decision": "accepted",
                                                           "send_decision": True}]}),
-                      emit_application_updated=False)
+                      actor=Actor.staff(admin.email), emit_application_updated=False)
         decision = db.session.scalars(select(Decision).where(Decision.application_id == application.id)).one()
         message = db.session.scalars(select(Message).where(Message.application_id == application.id)).first()
         save_endpoint(scope, "https://127.0.0.1:9/karibu")
