@@ -30,7 +30,7 @@ from portal.applicant_list import (
 )
 from portal.applicant_timeline import DECISION_LABELS, timeline_context
 from portal.forms import ActionForm, ApplicationStateForm, BulkUpdateForm, RecordAnswerForm, submitted
-from portal.rendering import format_datetime, is_partial_request, render_page
+from portal.rendering import datetime_text, is_partial_request, render_page
 from portal.security import audit, safe_next, staff_actor, staff_required
 
 PAGE_SIZE = 50
@@ -272,7 +272,7 @@ def applicant_send_decision(application_id: str):
                     decision=DECISION_LABELS[outcome.decision.status])
     else:
         message = _("Nothing was sent: this decision was already sent on %(date)s.",
-                    date=format_datetime(outcome.decision.sent_at))
+                    date=datetime_text(outcome.decision.sent_at))
     if not is_partial_request():
         flash(message, "ok" if outcome.sent else "info")
         return redirect(url_for("portal.applicant_detail", application_id=application_id))

@@ -13,7 +13,11 @@ import pytest
 from flask import Flask
 from flask.sessions import SecureCookieSessionInterface
 
+from core.extensions import db
+from core.models import User
 from core.secret_key import MIN_SECRET_KEY_LENGTH
+from core.staff_sessions import start_session
+from portal.security import SESSION_RECORD_KEY
 from tests.conftest import app_config
 from wsgi import create_app
 
@@ -24,17 +28,18 @@ OLD_DEFAULT = "dev-insecure-secret-change-me"
 ATTACKER_ADDRESS, ATTACKER_AGENT = "203.0.113.7", "attacker-agent/1.0"
 
 
-def forged_session_cookie(secret_key: str, user_id: str) -> str:
+def forged_session_cookie(secret_key: str, user_id: str, session_record_id: str) -> str:
     """What an attacker who knows a key mints: Flask's own session serializer, a Flask-Login session.
 
-    Flask-Login's "strong" protection binds the session to a hash of the client's address and User-Agent,
-    both known to the attacker, so the forgery carries that too.
+    The session is bound to a hash of the client's address and User-Agent, both known to the attacker, and
+    names a live server-side session record (as if copied from a real cookie), so the forgery carries both.
     """
     attacker = Flask("attacker")
     attacker.secret_key = secret_key
     serializer = SecureCookieSessionInterface().get_signing_serializer(attacker)
-    identifier = hashlib.sha512(f"{ATTACKER_ADDRESS.encode()}|{ATTACKER_AGENT.encode()}".encode()).hexdigest()
-    return serializer.dumps({"_user_id": user_id, "_fresh": True, "_id": identifier})
+    identifier = hashlib.sha512(f"{ATTACKER_ADDRESS}|{ATTACKER_AGENT}".encode()).hexdigest()
+    return serializer.dumps({"_user_id": user_id, "_fresh": True, "_id": identifier,
+                             SESSION_RECORD_KEY: session_record_id})
 
 
 @pytest.fixture
@@ -52,8 +57,11 @@ def test_session_cookie_forged_with_the_old_default_key_is_refused(app_started_w
     app = app_started_without_secret_key
     client = app.test_client()
     admin = factory.user(factory.institution(), role="admin")
+    with app.app_context():
+        record_id = start_session(db.session.get(User, admin.id), user_agent=ATTACKER_AGENT,
+                                  address=ATTACKER_ADDRESS).id
     signing_key = app.config["SECRET_KEY"] if key == "actual" else key
-    client.set_cookie("session", forged_session_cookie(signing_key, admin.id))
+    client.set_cookie("session", forged_session_cookie(signing_key, admin.id, record_id))
     response = client.get("/dashboard", headers={"User-Agent": ATTACKER_AGENT},
                           environ_overrides={"REMOTE_ADDR": ATTACKER_ADDRESS})
     if key == "actual":  # control: the forgery is well formed, only the key decides
