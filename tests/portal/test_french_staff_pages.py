@@ -6,7 +6,6 @@ from __future__ import annotations
 import html
 import re
 
-import pytest
 
 from core.extensions import db
 from core.models import User
