@@ -225,53 +225,41 @@ def _link_not_valid(action: str):
     return render_page("auth/link_not_valid.html", status=410)
 
 
-def _password_page(template: str, form: SetPasswordForm, account, status: int = 200):
-    return render_page(template, form=form, account=account, status=status)
+def _set_password_through_link(token: str, open_link, use_link, template: str, refused: str, done: str,
+                               done_message: str):
+    """The page of an emailed link (a password reset or an invitation): the link is checked on every visit,
+    spent only by a valid new password; afterwards the browser starts over at sign-in, signed out."""
+    try:
+        account = open_link(token)
+    except LinkNotValid:
+        return _link_not_valid(refused)
+    form = SetPasswordForm()
+    if not form.validate_on_submit():
+        return render_page(template, form=form, account=account, status=422 if request.method == "POST" else 200)
+    try:
+        user = use_link(token, form.password.data)
+    except LinkNotValid:
+        return _link_not_valid(refused)
+    except InvalidInput as error:
+        form.password.errors.append(error.message)
+        return render_page(template, form=form, account=account, status=422)
+    audit(done, user.id, user=user)
+    if current_user.is_authenticated:
+        logout_user()
+    session.clear()
+    flash(done_message, "ok")
+    return redirect(url_for("portal.login"))
 
 
 @bp.route("/account/reset/<token>", methods=["GET", "POST"])
 def password_reset(token: str):
-    try:
-        account = open_reset(token)
-    except LinkNotValid:
-        return _link_not_valid("password.reset_link_refused")
-    form = SetPasswordForm()
-    if not form.validate_on_submit():
-        return _password_page("auth/reset.html", form, account, 422 if request.method == "POST" else 200)
-    try:
-        user = reset_password(token, form.password.data)
-    except LinkNotValid:
-        return _link_not_valid("password.reset_link_refused")
-    except InvalidInput as error:
-        form.password.errors.append(error.message)
-        return _password_page("auth/reset.html", form, account, 422)
-    audit("password.reset", user.id, user=user)
-    if current_user.is_authenticated:
-        logout_user()
-    session.clear()
-    flash(_("Your new password is set and every session of the account was signed out. Sign in with it."), "ok")
-    return redirect(url_for("portal.login"))
+    return _set_password_through_link(
+        token, open_reset, reset_password, "auth/reset.html", "password.reset_link_refused", "password.reset",
+        _("Your new password is set and every session of the account was signed out. Sign in with it."))
 
 
 @bp.route("/account/invitation/<token>", methods=["GET", "POST"])
 def accept_invitation_page(token: str):
-    try:
-        account = open_invitation(token)
-    except LinkNotValid:
-        return _link_not_valid("invitation.link_refused")
-    form = SetPasswordForm()
-    if not form.validate_on_submit():
-        return _password_page("auth/invitation.html", form, account, 422 if request.method == "POST" else 200)
-    try:
-        user = accept_invitation(token, form.password.data)
-    except LinkNotValid:
-        return _link_not_valid("invitation.link_refused")
-    except InvalidInput as error:
-        form.password.errors.append(error.message)
-        return _password_page("auth/invitation.html", form, account, 422)
-    audit("invitation.accepted", user.id, user=user)
-    if current_user.is_authenticated:
-        logout_user()
-    session.clear()
-    flash(_("Your account is ready. Sign in with your email and the password you chose."), "ok")
-    return redirect(url_for("portal.login"))
+    return _set_password_through_link(
+        token, open_invitation, accept_invitation, "auth/invitation.html", "invitation.link_refused",
+        "invitation.accepted", _("Your account is ready. Sign in with your email and the password you chose."))
