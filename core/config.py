@@ -196,11 +196,31 @@ def check_startup_settings(config) -> None:
 def settings() -> Settings:
     """The running app's typed settings: the one way `core` reads configuration.
 
-    Built from the app's config (so `create_app` overrides and tests' changes are seen) without validating
-    again: the values were validated when the app was created.
+    A view of the app's config (so `create_app` overrides and tests' changes are seen), not a copy: the
+    values were validated when the app was created, and building a model of a hundred fields on each call
+    cost more than some requests' own work.
     """
-    config = current_app.config
-    return Settings.model_construct(**{name: config[name] for name in Settings.model_fields if name in config})
+    return _ConfigView(current_app.config)  # type: ignore[return-value]
+
+
+class _ConfigView:
+    """Attribute access to a Flask config with `Settings`' defaults and methods."""
+
+    __slots__ = ("_config",)
+
+    def __init__(self, config):
+        self._config = config
+
+    def __getattr__(self, name: str):
+        try:
+            return self._config[name]
+        except KeyError:
+            field = Settings.model_fields.get(name)
+            if field is None:
+                raise AttributeError(name) from None
+            return field.get_default(call_default_factory=True)
+
+    redis_options = Settings.redis_options
 
 
 def normalise_database_url(url: str) -> str:

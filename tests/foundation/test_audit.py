@@ -164,3 +164,23 @@ def test_audit_survives_a_failed_request(app, client):
     client.get("/api/v1/no-such-thing")
     with app.app_context():
         assert db.session.execute(text("SELECT status FROM audit_log")).scalar_one() == 404
+
+
+def test_the_audit_write_keeps_odd_values_and_leaves_pooled_connections_durable(app, client, factory):
+    """The PostgreSQL write binds values on the client (two statements in one round trip): quotes, backslashes
+    and non-ASCII text must arrive intact, and its asynchronous commit must not outlive its own transaction."""
+    _, raw_key = factory.api_key(factory.institution())
+    agent = "O'Brien \\ \"agent\"; DROP TABLE audit_log; -- Ngũgĩ 東"
+    for _ in range(3):
+        client.get("/api/v1/institution", headers={**auth_header(raw_key), "User-Agent": agent})
+    with app.app_context():
+        assert db.session.scalars(select(AuditLog.user_agent)).all() == [agent] * 3
+        db.session.remove()
+        if db.engine.dialect.name == "postgresql":
+            # every connection the pool holds, as the requests (and their audit writes) left them
+            connections = [db.engine.connect() for _ in range(db.engine.pool.checkedin())]
+            assert connections
+            for connection in connections:
+                assert connection.execute(text("SHOW synchronous_commit")).scalar_one() == "on"
+                assert not connection.connection.driver_connection.autocommit
+                connection.close()
