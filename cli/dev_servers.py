@@ -10,8 +10,6 @@ import click
 from flask import current_app
 from flask.cli import with_appcontext
 
-from devtools.mail_sink import start_sink
-from devtools.sms_gateway import create_server
 
 
 @click.command("mail-sink")
@@ -21,6 +19,8 @@ from devtools.sms_gateway import create_server
 @with_appcontext
 def mail_sink_command(host: str, port: int, directory: str | None) -> None:
     """Accept every email over SMTP and keep it as a .eml file (development: MAIL_SERVER=127.0.0.1)."""
+    from devtools.mail_sink import start_sink  # aiosmtpd and asyncio: only in this development command
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     target = Path(directory) if directory else Path(current_app.instance_path) / "mail"
     controller = start_sink(host, port, target)
@@ -41,6 +41,8 @@ def mail_sink_command(host: str, port: int, directory: str | None) -> None:
 @with_appcontext
 def sms_gateway_command(host: str, port: int) -> None:
     """Serve a stand-in for Africa's Talking's SMS API, accepting the configured username and API key."""
+    from devtools.sms_gateway import create_server
+
     config = current_app.config
     server, _ = create_server(host, port, config["AFRICASTALKING_USERNAME"] or "sandbox",
                               config["AFRICASTALKING_API_KEY"] or "stand-in-key")

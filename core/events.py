@@ -5,6 +5,8 @@ stored in the same transaction as the change that caused it (outbox); the delive
 """
 from __future__ import annotations
 
+import json
+
 from core.extensions import db
 from core.models import Application, Decision, Event, Payment, utcnow
 from core.scoping import InstitutionScope
@@ -27,6 +29,11 @@ def envelope(event: Event) -> dict:
     if event.is_test:
         body["test"] = True
     return body
+
+
+def event_body(event: Event) -> bytes:
+    """The exact body of a delivery request: the envelope, compact JSON, UTF-8."""
+    return json.dumps(envelope(event), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def _record(institution_id: str, event_type: str, data: dict, subject_id: str | None = None) -> Event:

@@ -11,9 +11,6 @@ import os
 import tempfile
 from pathlib import Path
 
-from babel.messages.mofile import write_mo
-from babel.messages.pofile import read_po
-
 from core.config import PROJECT_ROOT
 
 LANGUAGES = {"en": "English", "fr": "Français", "sw": "Kiswahili"}
@@ -38,6 +35,9 @@ def compile_catalogues(target: Path, source: Path = CATALOGUE_DIR) -> Path:
         mo_path = target / po_path.relative_to(source).with_suffix(".mo")
         if mo_path.exists() and mo_path.stat().st_mtime >= po_path.stat().st_mtime:
             continue
+        from babel.messages.mofile import write_mo  # the compiler only when a catalogue changed
+        from babel.messages.pofile import read_po
+
         mo_path.parent.mkdir(parents=True, exist_ok=True)
         with po_path.open("rb") as handle:
             catalogue = read_po(handle, locale=po_path.parts[-3])

@@ -1,18 +1,25 @@
 """Enqueue RQ jobs by dotted name, so `core` never imports `jobs`; wake the workers that drain an outbox."""
 from __future__ import annotations
 
-from rq import Queue
+from typing import TYPE_CHECKING
+
 from sqlalchemy import event
 from sqlalchemy.orm import Session
 
 from core.extensions import db, redis_connection
 from core.redis_faults import record_redis_fault
 
+if TYPE_CHECKING:
+    from rq import Queue
+
 QUEUE_NAMES = ("webhooks", "messages", "default")
 DEFAULT_JOB_TIMEOUT = 60
 
 
 def queue(name: str) -> Queue:
+    """RQ is imported on the first enqueue, not by every web worker at start."""
+    from rq import Queue
+
     if name not in QUEUE_NAMES:
         raise ValueError(f"unknown queue {name!r}")
     return Queue(name, connection=redis_connection(), default_timeout=DEFAULT_JOB_TIMEOUT)

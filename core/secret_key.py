@@ -7,9 +7,11 @@ warning says to set it explicitly there.
 """
 from __future__ import annotations
 
+import base64
 import logging
 import os
 import secrets
+from functools import cache
 from pathlib import Path
 
 from core.config import ConfigurationError
@@ -72,3 +74,29 @@ def _read_or_create(key_file: Path) -> str:
         finally:
             temporary.unlink()
     return key_file.read_text().strip()
+
+
+@cache
+def derived_fernet(secret_key: str, label: bytes):
+    """A Fernet box (AES-128-CBC + HMAC) under a key derived from `secret_key` by HKDF-SHA256 with its own
+    `label`, so each use of SECRET_KEY (webhook secrets, two-factor secrets) has a key of its own.
+
+    `cryptography` (about 9 MiB) is imported here, when a secret is first stored or read, not by every
+    web worker at start.
+    """
+    from cryptography.fernet import Fernet
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=label).derive(secret_key.encode("utf-8"))
+    return Fernet(base64.urlsafe_b64encode(key))
+
+
+def decrypted_or_none(box, token: bytes) -> bytes | None:
+    """`box.decrypt(token)`, or None when the token was made under another key or was altered."""
+    from cryptography.fernet import InvalidToken
+
+    try:
+        return box.decrypt(token)
+    except InvalidToken:
+        return None

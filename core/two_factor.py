@@ -13,19 +13,14 @@
 """
 from __future__ import annotations
 
-import base64
 import hashlib
 import hmac
 import re
 import secrets
 import time
 from dataclasses import dataclass
-from functools import cache
 
 import pyotp
-from cryptography.fernet import Fernet, InvalidToken
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from sqlalchemy import delete, func, or_, select, update
 
 from core.config import settings
@@ -34,6 +29,7 @@ from core.extensions import db
 from core.models import RecoveryCode, TwoFactorCredential, User, utcnow
 from core.passwords import verify_password
 from core.scoping import InstitutionScope
+from core.secret_key import decrypted_or_none, derived_fernet
 
 ISSUER = "Karibu"
 RECOVERY_CODE_COUNT = 10
@@ -61,22 +57,14 @@ class Enrolment:
     provisioning_uri: str
 
 
-@cache
-def _fernet(secret_key: str) -> Fernet:
-    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_KDF_INFO).derive(secret_key.encode("utf-8"))
-    return Fernet(base64.urlsafe_b64encode(key))
-
-
 def _encrypt(secret: str) -> str:
-    return _fernet(settings().SECRET_KEY).encrypt(secret.encode("ascii")).decode("ascii")
+    return derived_fernet(settings().SECRET_KEY, _KDF_INFO).encrypt(secret.encode("ascii")).decode("ascii")
 
 
 def _decrypt(ciphertext: str) -> str | None:
     """The secret, or None when it was encrypted under another SECRET_KEY (its codes can no longer match)."""
-    try:
-        return _fernet(settings().SECRET_KEY).decrypt(ciphertext.encode("ascii")).decode("ascii")
-    except InvalidToken:
-        return None
+    secret = decrypted_or_none(derived_fernet(settings().SECRET_KEY, _KDF_INFO), ciphertext.encode("ascii"))
+    return None if secret is None else secret.decode("ascii")
 
 
 def _credential(user: User) -> TwoFactorCredential | None:

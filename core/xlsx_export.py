@@ -17,7 +17,6 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import xlsxwriter
 from sqlalchemy import func, select
 
 from core.csv_export import release_snapshot, snapshot_connection
@@ -89,6 +88,8 @@ def export_applications_xlsx(scope: InstitutionScope, filters: Mapping[str, Any]
 
 
 def _write_workbook(path: str, rows) -> None:
+    import xlsxwriter  # 2 MiB: loaded by the first export, not by every web worker at start
+
     workbook = xlsxwriter.Workbook(path, {**_WORKBOOK_OPTIONS, "tmpdir": os.path.dirname(path)})
     try:
         sheet = workbook.add_worksheet(SHEET_NAME)

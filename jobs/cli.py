@@ -13,7 +13,6 @@ from redis.exceptions import RedisError
 from core.config import settings
 from core.extensions import redis_connection
 from core.queue import QUEUE_NAMES
-from jobs.sweeps import SweepingWorker
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +35,8 @@ def worker_command(queues: str, burst: bool) -> None:
     if port:
         # This process's counters (webhook attempts and latency…) for Prometheus, on a thread of its own.
         start_http_server(port, addr=current_app.config.get("WORKER_METRICS_ADDRESS", "127.0.0.1"))
+    from jobs.sweeps import SweepingWorker  # RQ's worker (and every job module) only in worker processes
+
     names = [name.strip() for name in queues.split(",") if name.strip()]
     while True:
         worker = SweepingWorker(names, connection=redis_connection(),

@@ -6,7 +6,6 @@ Wrong codes are throttled per account and per client address; the counters are s
 """
 from __future__ import annotations
 
-import segno
 from flask import current_app, flash, g, redirect, request, session, url_for
 from flask_babel import gettext
 from flask_login import current_user
@@ -90,6 +89,8 @@ def _institution_rule():
 
 def qr_code_data_uri(text: str) -> str:
     """The QR code of `text` as an SVG data URI for an <img> (made here: no external service sees the secret)."""
+    import segno  # only while someone enrols
+
     return segno.make(text, error="m").svg_data_uri(scale=5, border=4, light="#ffffff")
 
 

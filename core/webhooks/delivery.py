@@ -12,7 +12,6 @@ deliveries as there are free slots.
 
 from __future__ import annotations
 
-import json
 import queue
 import secrets
 import time
@@ -24,7 +23,7 @@ from urllib.parse import urlsplit
 
 from sqlalchemy import bindparam, insert, or_, select, text, update
 
-from core.events import envelope
+from core.events import event_body
 from core.extensions import db
 from core.metrics import WEBHOOK_ATTEMPTS, WEBHOOK_DELIVERY_LATENCY
 from core.models import Event, new_id
@@ -58,11 +57,6 @@ class AttemptReport:
 class DrainResult:
     attempts: list[AttemptReport]
     more_due: bool  # the time budget ran out before the due deliveries did
-
-
-def event_body(event: Event) -> bytes:
-    """The exact request body: the spec's envelope, compact JSON, UTF-8."""
-    return json.dumps(envelope(event), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def _without_waiting_for_disk() -> None:

@@ -8,12 +8,11 @@ from datetime import datetime
 from sqlalchemy import select
 
 from core.errors import Conflict, InvalidInput
-from core.events import emit_webhook_test
+from core.events import emit_webhook_test, event_body
 from core.extensions import db
 from core.models import Event
 from core.models.webhooks import DELIVERY_STATUSES, WebhookAttempt, WebhookDelivery
 from core.scoping import InstitutionScope
-from core.webhooks.delivery import event_body
 from core.webhooks.endpoints import require_endpoint
 from core.webhooks.outbox import drain_after_commit
 from core.webhooks.runtime import runtime

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from core.config import settings
 from core.webhooks.schedule import Clock, SystemClock
 from core.webhooks.signing import SecretBox
-from core.webhooks.transport import Transport, TransportSettings
 from core.webhooks.urls import Resolver
+
+if TYPE_CHECKING:  # the transport brings requests and urllib3: imported by the processes that send
+    from core.webhooks.transport import Transport, TransportSettings
 
 SENDER_THREADS = 16
 
@@ -28,6 +31,8 @@ class Runtime:
 
     def transport(self) -> Transport:
         """One transport (and so one keep-alive pool) per process and configuration."""
+        from core.webhooks.transport import Transport
+
         settings = transport_settings()
         key = (settings, id(self.resolver))
         found = self._transports.get(key)
@@ -50,6 +55,8 @@ class Runtime:
 
 
 def transport_settings() -> TransportSettings:
+    from core.webhooks.transport import TransportSettings
+
     config = settings()
     return TransportSettings(
         allow_private=bool(config.WEBHOOK_ALLOW_PRIVATE_TARGETS),

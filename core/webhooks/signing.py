@@ -6,14 +6,11 @@ string (UTF-8) exactly as the institution was shown it.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import hmac
 import secrets
 
-from cryptography.fernet import Fernet, InvalidToken
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from core.secret_key import decrypted_or_none, derived_fernet
 
 SECRET_PREFIX = "whsec_"
 SIGNATURE_VERSION = "v1"
@@ -54,16 +51,13 @@ class SecretBox:
     def __init__(self, secret_key: str):
         if not secret_key:
             raise ValueError("SECRET_KEY is required to store webhook signing secrets")
-        key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_KDF_INFO).derive(
-            secret_key.encode("utf-8")
-        )
-        self._fernet = Fernet(base64.urlsafe_b64encode(key))
+        self._fernet = derived_fernet(secret_key, _KDF_INFO)
 
     def encrypt(self, secret: str) -> str:
         return self._fernet.encrypt(secret.encode("utf-8")).decode("ascii")
 
     def decrypt(self, token: str) -> str:
-        try:
-            return self._fernet.decrypt(token.encode("ascii")).decode("utf-8")
-        except InvalidToken as exc:
-            raise ValueError("the stored signing secret cannot be decrypted with this SECRET_KEY") from exc
+        secret = decrypted_or_none(self._fernet, token.encode("ascii"))
+        if secret is None:
+            raise ValueError("the stored signing secret cannot be decrypted with this SECRET_KEY")
+        return secret.decode("utf-8")

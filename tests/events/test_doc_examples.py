@@ -24,7 +24,7 @@ from core import events
 from core.extensions import db
 from core.models import Event
 from core.scoping import InstitutionScope
-from core.webhooks.delivery import event_body
+from core.events import event_body
 from core.webhooks.signing import delivery_headers, generate_secret
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"

@@ -11,7 +11,7 @@ from core.decisions import record_decision_response
 from core.extensions import db
 from core.models import Decision, Event
 from core.payments import complete_payment
-from core.webhooks.delivery import event_body
+from core.events import event_body
 from tests.conftest import auth_header
 from tests.events.conftest import FEED, submitted, walk
 

@@ -11,12 +11,13 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-
-import requests
-from requests_hardened import Config, HTTPSession
+from typing import TYPE_CHECKING
 
 from core.verification.exam_records import ExamRecord
 from core.verification.registries import Registry
+
+if TYPE_CHECKING:  # requests (6 MiB with urllib3) is imported by the first live lookup, not at start
+    import requests
 
 logger = logging.getLogger(__name__)
 
@@ -96,6 +97,8 @@ class RegistryAdapter(ABC):
     def _session(self) -> requests.Session:
         session = getattr(self._local, "session", None)
         if session is None:
+            from requests_hardened import Config, HTTPSession
+
             session = HTTPSession(Config(
                 ip_filter_enable=False,
                 ip_filter_allow_loopback_ips=True,
@@ -108,6 +111,8 @@ class RegistryAdapter(ABC):
         return session
 
     def _exchange(self, wire: WireRequest) -> tuple[int, bytes]:
+        import requests
+
         url = self.endpoint.base_url.rstrip("/") + wire.path
         try:
             response = self._session().request(
