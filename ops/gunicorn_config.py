@@ -12,8 +12,12 @@ import shutil
 import tempfile
 
 bind = os.environ.get("KARIBU_BIND", "127.0.0.1:8000")
-workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
-threads = int(os.environ.get("KARIBU_THREADS", "4"))
+# Chosen by measurement (docs/performance.md, "API under load"): the work of a request is mostly Python, so
+# processes, not threads, use the cores. On 2 cores, 3 workers x 2 threads served the API list 1.5x what
+# 2 x 4 did and 4 x 1 about as much again, but with 1 thread a worker waiting on a slow registry or streaming
+# an export serves nobody else: 2 threads keep a worker useful while one request waits.
+workers = int(os.environ.get("WEB_CONCURRENCY", str((os.cpu_count() or 1) + 1)))
+threads = int(os.environ.get("KARIBU_THREADS", "2"))
 timeout = 60
 graceful_timeout = 30
 # Karibu logs one line per request itself (LOG_FORMAT=json for collectors); gunicorn's access log would

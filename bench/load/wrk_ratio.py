@@ -12,7 +12,7 @@ Prints req/s, p50 and p99 per run and min/median/max with the ratio to the basel
 load average. Targets (#12): list ≥ 0.15 of the baseline with p99 ≤ 100 ms, verification ≥ 0.3.
 
     DATABASE_URL=postgresql+psycopg://…/karibu_bench python bench/load/wrk_ratio.py --runs 3 \\
-        --tree before=/tmp/karibu-main --tree after=.
+        --tree before=/tmp/karibu-main --tree after=. [--gunicorn 2x4 --gunicorn 4x1]
 """
 from __future__ import annotations
 
@@ -71,9 +71,9 @@ def main() -> None:
     parser.add_argument("--duration", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--connections", type=int, default=32)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=4)
-    parser.add_argument("--worker-class", default="gthread")
+    parser.add_argument("--gunicorn", action="append", default=[], metavar="WORKERSxTHREADS[:CLASS]",
+                        help="gunicorn settings to measure, e.g. 2x4 or 4x1:sync; repeat to compare several "
+                             "(each against the baseline on the same settings; default 4x1:gthread)")
     parser.add_argument("--tree", action="append", default=[],
                         help="NAME=PATH of a Karibu source tree (default: this one, as 'karibu')")
     options = parser.parse_args()
@@ -81,56 +81,67 @@ def main() -> None:
         raise SystemExit("wrk is not installed (Debian: apt-get install wrk)")
     trees = [(name, Path(path).resolve()) for name, path in (t.split("=", 1) for t in options.tree)] \
         or [("karibu", PROJECT_ROOT)]
+    configurations = [_gunicorn_settings(text) for text in options.gunicorn or ["4x1:gthread"]]
     key = new_api_key(bench_institution_id())
     live = {"Authorization": f"Bearer {key}"}
     trial = {"Authorization": f"Bearer {TRIAL_KEY}", "Content-Type": "application/json"}
-    settings = dict(workers=options.workers, threads=options.threads, worker_class=options.worker_class)
-    print(f"gunicorn -w {options.workers} --threads {options.threads} -k {options.worker_class}, "
-          f"{options.connections} connections, {options.duration} s per measurement, load {load_average()}")
+    print(f"gunicorn {', '.join(label for label, _ in configurations)}; {options.connections} connections, "
+          f"{options.duration} s per measurement, load {load_average()}")
 
-    results: dict[str, list[dict]] = {}
+    results: dict[tuple[str, str], list[dict]] = {}
     body_bytes, verification_body = None, None
     for run in range(1, options.runs + 1):
-        for name, source in [("baseline", PROJECT_ROOT), *trees]:
-            app = "bench.load.baseline_app:app" if name == "baseline" else "wsgi:app"
-            if name == "baseline" and body_bytes is None:
-                with gunicorn("wsgi:app", trees[-1][1], **settings) as base:
-                    body_bytes = len(requests.get(base + LIST_PATH, headers=live, timeout=60).content)
-                    issuers = requests.get(base + "/api/v1/verifications/issuers", headers=trial, timeout=60).json()
-                    verification_body = json.dumps(_first_demo_request(issuers))
-                print(f"list body {body_bytes} bytes; verification body {verification_body}")
-            extra = {"BASELINE_BODY_BYTES": str(body_bytes)} if name == "baseline" else None
-            with gunicorn(app, source, extra_env=extra, **settings) as base:
-                if name == "baseline":
-                    wrk(base + "/", options.warmup, options.connections, {})
-                    measured = {"list": wrk(base + "/", options.duration, options.connections, {})}
-                else:
-                    warm(base + LIST_PATH, live)
-                    warm(base + "/api/v1/verifications", trial, verification_body)
-                    wrk(base + LIST_PATH, options.warmup, options.connections, live)
-                    measured = {"list": wrk(base + LIST_PATH, options.duration, options.connections, live)}
-                    url = base + "/api/v1/verifications"
-                    wrk(url, options.warmup, options.connections, trial, verification_body)
-                    measured["verification"] = wrk(url, options.duration, options.connections, trial,
-                                                   verification_body)
-            measured["load"] = load_average()
-            results.setdefault(name, []).append(measured)
-            print(f"run {run} {name:12s} " + "  ".join(
-                f"{what}: {m['rps']:.0f} req/s p50 {m['p50']:.1f} ms p99 {m['p99']:.1f} ms"
-                + (f" ({m['errors']} non-2xx)" if m["errors"] else "")
-                for what, m in measured.items() if what != "load") + f"  load {measured['load']}", flush=True)
+        for label, settings in configurations:
+            for name, source in [("baseline", PROJECT_ROOT), *trees]:
+                app = "bench.load.baseline_app:app" if name == "baseline" else "wsgi:app"
+                if name == "baseline" and body_bytes is None:
+                    with gunicorn("wsgi:app", trees[-1][1], **settings) as base:
+                        body_bytes = len(requests.get(base + LIST_PATH, headers=live, timeout=60).content)
+                        issuers = requests.get(base + "/api/v1/verifications/issuers", headers=trial,
+                                               timeout=60).json()
+                        verification_body = json.dumps(_first_demo_request(issuers))
+                    print(f"list body {body_bytes} bytes; verification body {verification_body}")
+                extra = {"BASELINE_BODY_BYTES": str(body_bytes)} if name == "baseline" else None
+                with gunicorn(app, source, extra_env=extra, **settings) as base:
+                    if name == "baseline":
+                        wrk(base + "/", options.warmup, options.connections, {})
+                        measured = {"list": wrk(base + "/", options.duration, options.connections, {})}
+                    else:
+                        warm(base + LIST_PATH, live)
+                        warm(base + "/api/v1/verifications", trial, verification_body)
+                        wrk(base + LIST_PATH, options.warmup, options.connections, live)
+                        measured = {"list": wrk(base + LIST_PATH, options.duration, options.connections, live)}
+                        url = base + "/api/v1/verifications"
+                        wrk(url, options.warmup, options.connections, trial, verification_body)
+                        measured["verification"] = wrk(url, options.duration, options.connections, trial,
+                                                       verification_body)
+                measured["load"] = load_average()
+                results.setdefault((label, name), []).append(measured)
+                print(f"run {run} {label:10s} {name:10s} " + "  ".join(
+                    f"{what}: {m['rps']:.0f} req/s p50 {m['p50']:.1f} ms p99 {m['p99']:.1f} ms"
+                    + (f" ({m['errors']} non-2xx)" if m["errors"] else "")
+                    for what, m in measured.items() if what != "load") + f"  load {measured['load']}", flush=True)
 
-    print("\nmin / median / max over the runs; ratio = req/s over the baseline's req/s of the same run")
-    baseline = [m["list"]["rps"] for m in results["baseline"]]
-    print(f"baseline      {spread(baseline)} req/s")
-    for name, _ in trees:
-        for what in ("list", "verification"):
-            runs = [m[what] for m in results[name]]
-            ratios = [m["rps"] / b for m, b in zip(runs, baseline)]
-            print(f"{name:12s} {what:12s} {spread([m['rps'] for m in runs])} req/s, "
-                  f"p50 {spread([m['p50'] for m in runs], 1)} ms, p99 {spread([m['p99'] for m in runs], 1)} ms, "
-                  f"ratio {spread(ratios, 3)}")
+    print("\nmin / median / max over the runs; ratio = req/s over the baseline's req/s of the same run and settings")
+    for label, _ in configurations:
+        baseline = [m["list"]["rps"] for m in results[(label, "baseline")]]
+        print(f"{label:10s} baseline                {spread(baseline)} req/s")
+        for name, _ in trees:
+            for what in ("list", "verification"):
+                runs = [m[what] for m in results[(label, name)]]
+                ratios = [m["rps"] / b for m, b in zip(runs, baseline)]
+                print(f"{label:10s} {name:10s} {what:12s} {spread([m['rps'] for m in runs])} req/s, "
+                      f"p50 {spread([m['p50'] for m in runs], 1)} ms, p99 {spread([m['p99'] for m in runs], 1)} ms, "
+                      f"ratio {spread(ratios, 3)}")
     print(f"load average at the end: {load_average()}")
+
+
+def _gunicorn_settings(text: str) -> tuple[str, dict]:
+    """`4x1` or `4x1:sync` → (label, keyword arguments of `gunicorn()`)."""
+    shape, _, worker_class = text.partition(":")
+    workers, threads = (int(part) for part in shape.split("x"))
+    worker_class = worker_class or "gthread"
+    return f"{workers}x{threads}:{worker_class}", dict(workers=workers, threads=threads, worker_class=worker_class)
 
 
 def _first_demo_request(issuers: dict) -> dict:
