@@ -73,7 +73,7 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--gunicorn", action="append", default=[], metavar="WORKERSxTHREADS[:CLASS]",
                         help="gunicorn settings to measure, e.g. 2x4 or 4x1:sync; repeat to compare several "
-                             "(each against the baseline on the same settings; default 4x1:gthread)")
+                             "(each against the baseline on the same settings; default 3x2, as shipped)")
     parser.add_argument("--tree", action="append", default=[],
                         help="NAME=PATH of a Karibu source tree (default: this one, as 'karibu')")
     options = parser.parse_args()
@@ -81,7 +81,7 @@ def main() -> None:
         raise SystemExit("wrk is not installed (Debian: apt-get install wrk)")
     trees = [(name, Path(path).resolve()) for name, path in (t.split("=", 1) for t in options.tree)] \
         or [("karibu", PROJECT_ROOT)]
-    configurations = [_gunicorn_settings(text) for text in options.gunicorn or ["4x1:gthread"]]
+    configurations = [_gunicorn_settings(text) for text in options.gunicorn or ["3x2:gthread"]]
     key = new_api_key(bench_institution_id())
     live = {"Authorization": f"Bearer {key}"}
     trial = {"Authorization": f"Bearer {TRIAL_KEY}", "Content-Type": "application/json"}
