@@ -76,19 +76,23 @@ def gunicorn(app: str, source: Path, *, workers: int, threads: int, worker_class
         cwd=source, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                requests.get(f"{base}/healthz", timeout=5)
-                break
-            except requests.RequestException:
-                time.sleep(0.3)
-        else:
-            raise SystemExit(f"{app} from {source} did not start")
+        wait_until_serving(base, f"{app} from {source}")
         yield base
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=60)
+
+
+def wait_until_serving(base: str, what: str, seconds: float = 120) -> None:
+    """Wait until `base`/healthz answers; SystemExit naming `what` after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            requests.get(f"{base}/healthz", timeout=5)
+            return
+        except requests.RequestException:
+            time.sleep(0.3)
+    raise SystemExit(f"{what} did not start")
 
 
 def spread(values: list[float], digits: int = 0) -> str:

@@ -27,6 +27,7 @@ import requests
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bench.load.common import (  # noqa: E402
     PROJECT_ROOT, TRIAL_KEY, bench_institution_id, free_port, load_average, new_api_key, server_env,
+    wait_until_serving,
 )
 
 VERIFICATION_BODY = json.dumps({"issuer": "NESA", "national_id": "1200270014582031", "exam_number": "0103020117",
@@ -67,15 +68,7 @@ def measure(name: str, source: Path, api_key: str, requests_count: int, workers:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                requests.get(f"{base}/healthz", timeout=5)
-                break
-            except requests.RequestException:
-                time.sleep(0.3)
-        else:
-            raise SystemExit(f"{name}: gunicorn did not start")
+        wait_until_serving(base, f"{name}: gunicorn")
         while len(worker_pids(process.pid)) < workers:
             time.sleep(0.2)
         time.sleep(3)
