@@ -82,10 +82,11 @@ def per_day(scope: InstitutionScope, cycle_id: str) -> dict[date, int]:
     return days
 
 
-def count_by_dimensions(scope: InstitutionScope, filters: Mapping[str, Any]) -> int | None:
+def count_by_dimensions(scope: InstitutionScope, filters: Mapping[str, Any], connection=None) -> int | None:
     """The number of applications matching `filters` when every filter is a counted dimension, else None.
 
-    `filters` uses the keys of DIMENSION_FILTERS (cycle and program as lists of resolved ids).
+    `filters` uses the keys of DIMENSION_FILTERS (cycle and program as lists of resolved ids). Read on
+    `connection` when given (an export's snapshot), else in the current session.
     """
     if any(name not in DIMENSION_FILTERS for name in filters):
         return None
@@ -93,7 +94,7 @@ def count_by_dimensions(scope: InstitutionScope, filters: Mapping[str, Any]) -> 
     for name, value in filters.items():
         column = getattr(ApplicationCount, DIMENSION_FILTERS[name])
         statement = statement.where(column.in_(value) if name.endswith("_ids") else column == value)
-    return int(db.session.scalar(statement))
+    return int((connection or db.session).scalar(statement))
 
 
 def compact_counts() -> int:

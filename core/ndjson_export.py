@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping
+from functools import partial
 from typing import Any
 
 from sqlalchemy import Connection, DateTime, Select, Text, func
 from sqlalchemy.sql.elements import Label
 
 from core.csv_export import STREAM_CHUNK_SIZE, StreamedExport, postgres_copy, postgres_isoformat_z
-from core.listing import ordered_applications
+from core.listing import count_exported, ordered_applications
 from core.partner_records import RECORD_COLUMNS, application_record
 from core.scoping import InstitutionScope
 
@@ -32,7 +33,8 @@ def export_applications_ndjson(scope: InstitutionScope, filters: Mapping[str, An
 
     Raises InvalidInput (an unknown or foreign cycle/program) before anything is streamed.
     """
-    return StreamedExport(ordered_applications(scope, filters), _postgres_json_lines, _encoded_lines)
+    return StreamedExport(ordered_applications(scope, filters), partial(count_exported, scope=scope, filters=filters),
+                          _postgres_json_lines, _encoded_lines)
 
 
 def _postgres_json_lines(connection: Connection, statement: Select) -> Iterator[bytes]:
