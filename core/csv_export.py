@@ -23,16 +23,18 @@ from decimal import Decimal
 from functools import partial
 from typing import Any
 
-from sqlalchemy import Boolean, Connection, DateTime, Numeric, Select, String, case, func, literal
+from sqlalchemy import Boolean, Connection, DateTime, Numeric, Select, String, case, func, literal, select
 from sqlalchemy.sql.elements import Label
 
 from core.extensions import db
-from core.listing import count_exported, ordered_applications
+from core.listing import EXPORT_ORDER, count_exported, ordered_applications
 from core.partner_records import RECORD_COLUMNS, record_values
 from core.scoping import InstitutionScope
 
 CONTENT_TYPE = "text/csv; charset=utf-8"
 FORMULA_TRIGGERS = ("-", "=", "+", "@", "\t", "\r")
+# Character codes from here up start no formula (and no empty text): "A" and beyond.
+_ABOVE_EVERY_TRIGGER = max(ord(trigger) for trigger in FORMULA_TRIGGERS) + 1
 # A phone number in international form, left as it is (same syntax in Python and PostgreSQL regexes).
 PLAIN_PHONE_REGEX = r"^\+[0-9]([ .()-]{0,2}[0-9]){6,14}$"
 _PLAIN_PHONE = re.compile(PLAIN_PHONE_REGEX)
@@ -224,13 +226,21 @@ def _postgres_cell(column):
     if isinstance(column_type, Numeric):
         return expression
     if isinstance(column_type, String):
-        # A first-character test for every cell, the phone pattern only for the few that start like a formula:
-        # two regular expressions per text cell doubled the cost of the whole export.
-        kept = func.nullif(expression, "")
-        return case((func.left(expression, 1).in_(FORMULA_TRIGGERS),
-                     case((expression.regexp_match(PLAIN_PHONE_REGEX), expression),
-                          else_=literal("'", String) + expression)),
-                    else_=kept)
+        # Most cells start with a letter, coded above every trigger: for them one function call (the code of
+        # the first character, 0 when empty) and one comparison decide. The rest are matched exactly, and
+        # the phone pattern runs only for cells that start like a formula. Two regular expressions per
+        # text cell, as before, doubled the cost of the whole export.
+        first = func.ascii(expression)
+        quoted = literal("'", String) + expression
+        # Only "+" may start a plain phone. One of "+" and digits only is kept without the regular expression
+        # (a million phone cells through it cost a second); those with separators go through it.
+        digits_only = (func.length(expression).between(8, 16)
+                       & (func.translate(func.substr(expression, 2), "0123456789", "") == ""))
+        plus = case((digits_only, expression), (expression.regexp_match(PLAIN_PHONE_REGEX), expression),
+                    else_=quoted)
+        exact = case({0: None, ord("+"): plus, **{ord(trigger): quoted for trigger in FORMULA_TRIGGERS if trigger != "+"}},
+                     value=first, else_=expression)
+        return case((first < _ABOVE_EVERY_TRIGGER, exact), else_=expression)
     raise TypeError(f"no CSV rendering for column {column} of type {column_type}")
 
 
@@ -244,9 +254,22 @@ def postgres_isoformat_z(expression):
     return func.replace(with_fraction, '.000000Z', 'Z', type_=String)
 
 
+def rendered_after_sorting(statement: Select, render: Callable[[list], list]) -> Select:
+    """`render(columns)` over the rows of `statement` (ordered by EXPORT_ORDER), computed once they are sorted.
+
+    The rows come from `statement` as a subquery that PostgreSQL plans on its own (OFFSET 0 keeps it from
+    being merged into the outer query). With the rendering in the same query, the planner costed sorting the
+    wider rendered rows above a million index lookups in list order, and chose the lookups: three times slower
+    than the plain join sorted, which is what COPY of the plain join does.
+    """
+    ordered = statement.offset(0).subquery("ordered")
+    return select(*render(list(ordered.c))).order_by(*(ordered.corresponding_column(column)
+                                                       for column in EXPORT_ORDER))
+
+
 def _postgres_copy_csv(connection: Connection, statement: Select) -> Iterator[bytes]:
     """The header line and the COPY output, in chunks; closing the generator early cancels the COPY."""
-    rendered = statement.with_only_columns(*(_postgres_cell(column) for column in statement.selected_columns))
+    rendered = rendered_after_sorting(statement, lambda columns: [_postgres_cell(column) for column in columns])
     return postgres_copy(connection, rendered, "FORMAT csv", first=csv_header(RECORD_COLUMNS).encode())
 
 

@@ -423,10 +423,13 @@ def _plan_search_for_buffer_cache() -> None:
         func.set_config("max_parallel_workers_per_gather", "0", True)))
 
 
+# The order of exports: the list's default order.
+EXPORT_ORDER = (Application.submitted_at, Application.id)
+
+
 def ordered_applications(scope: InstitutionScope, filters: Mapping[str, Any]) -> Select:
     """Every matching application record, in list order (for exports; erased applicants left out)."""
-    return filtered_applications(scope, filters).where(not_erased(scope)).order_by(
-        Application.submitted_at, Application.id)
+    return filtered_applications(scope, filters).where(not_erased(scope)).order_by(*EXPORT_ORDER)
 
 
 def _order_columns(sort: Sort) -> tuple:

