@@ -85,7 +85,7 @@ def main() -> None:
     print("\nmin / median / max")
     for name, values in figures.items():
         print(f"  {name:14} {spread(values, 0 if 'rows/s' in name else 2)}")
-    print(f"  target: csv and ndjson / COPY >= 0.5")
+    print("  target: csv and ndjson / COPY >= 0.5")
     print(f"peak RSS of the worker: {small_records:,} rows {small_rss / 1024:.1f} MiB, {all_records:,} rows "
           f"{all_rss / 1024:.1f} MiB (ratio {all_rss / small_rss:.3f}; target flat)")
     print(machine_note())

@@ -97,7 +97,8 @@ def test_the_trial_key_cannot_export(api_get, records):
     assert response.status_code == 401
 
 
-@pytest.mark.parametrize("params", [{}, {"paid": "false"}, {"decision": "accepted", "program": "Alpha University Nursing"},
+@pytest.mark.parametrize("params", [{}, {"paid": "false"},
+                                    {"decision": "accepted", "program": "Alpha University Nursing"},
                                     {"submitted_after": "2026-05-01T09:05:00Z"}])
 def test_the_total_leaves_out_erased_applicants_like_the_rows(app, api_get, tenant, records, params):
     """Counted filters take the total from the counter tables, less erased applicants; others count the rows."""
