@@ -16,7 +16,6 @@ from core.keys import create_api_key, revoke_api_key
 from core.models.identity import ROLES
 from core.scoping import InstitutionScope
 from core.users import create_user
-from devtools.seed import seed_demo
 
 
 def _emit(as_json: bool, payload: dict, human: str) -> None:
@@ -43,6 +42,8 @@ def domain_errors_as_usage(command):
 @domain_errors_as_usage
 def seed_demo_command(applications: int, as_json: bool) -> None:
     """Create (idempotently) Demo University with demo data, an admin user and a new live API key."""
+    from devtools.seed import seed_demo  # the demo data generator only when seeding, not in web workers
+
     with click.progressbar(length=applications, label="Seeding applications", file=sys.stderr,
                            show_eta=True, show_pos=True) as bar:
         result = seed_demo(applications, on_progress=bar.update)

@@ -20,10 +20,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import BinaryIO, Protocol
 
-import zipstream.ng
-from isal import isal_zlib
-from zipstream import ZIP_STORED, ZipStream
-
 from core.documents import safe_filename
 from core.extensions import db
 from core.models.documents import Document
@@ -35,11 +31,19 @@ READ_CHUNK_BYTES = 1024 * 1024
 STATUS_INCLUDED = "included"
 STATUS_MISSING = "missing"
 
-# A stored zip entry costs one CRC-32 pass over the file, and the CRC-32 that
-# zipstream-ng takes from the standard library runs at ~4 GB/s: slower than
-# reading the file from the page cache. ISA-L's function returns the same
-# values (tested by every unzip in the test suite) at ~50 GB/s.
-zipstream.ng.crc32 = isal_zlib.crc32
+
+def _stored_zip_stream():
+    """A zipstream-ng archive of stored (uncompressed) entries; the library is loaded by the first bundle.
+
+    A stored zip entry costs one CRC-32 pass over the file, and the CRC-32 that zipstream-ng takes from the
+    standard library runs at ~4 GB/s: slower than reading the file from the page cache. ISA-L's function
+    returns the same values (tested by every unzip in the test suite) at ~50 GB/s.
+    """
+    import zipstream.ng
+    from isal import isal_zlib
+
+    zipstream.ng.crc32 = isal_zlib.crc32
+    return zipstream.ZipStream(compress_type=zipstream.ZIP_STORED, sized=True)
 
 
 class DocumentSource(Protocol):
@@ -122,7 +126,7 @@ class DocumentBundle:
         page: dict | None = None,
     ):
         """``page`` (for instance ``{"has_next": True, "cursor": "..."}``) is copied into the manifest."""
-        self._archive = ZipStream(compress_type=ZIP_STORED, sized=True)
+        self._archive = _stored_zip_stream()
         self._archive.comment = b"Karibu application documents"
         manifest_applications = []
         pending = []

@@ -18,10 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
+from typing import TYPE_CHECKING
 from urllib.parse import quote, quote_plus
 
 from sqlalchemy import func, or_, select, update
-from zipstream import ZipStream
 
 from core.audit import AuditEntry
 from core.documents import document_storage
@@ -33,6 +33,9 @@ from core.models import (
 from core.models.messages import Message
 from core.models.webhooks import WebhookAttempt, WebhookDelivery
 from core.scoping import InstitutionScope
+
+if TYPE_CHECKING:
+    from zipstream import ZipStream
 
 EXPORT_FORMAT = "karibu.applicant-export.v1"
 ERASED = "[erased]"
@@ -174,6 +177,8 @@ def export_zip(scope: InstitutionScope, applicant_or_application_id: str, *, act
     storage = document_storage()
     stored = {row.sha256 for row in data.documents if storage.exists(row.sha256)}
     document = export_document(data, institution, stored)
+    from zipstream import ZipStream  # loaded by the first data-subject export, not by every web worker
+
     archive = ZipStream(sized=False)
     archive.add(json.dumps(document, ensure_ascii=False, indent=2).encode("utf-8"), "applicant.json")
     for row in data.documents:

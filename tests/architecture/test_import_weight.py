@@ -22,6 +22,9 @@ LOADED_ON_FIRST_USE = {
     "jwt": "the first identity token",
     "babel.messages": "compiling a changed catalogue",
     "jobs.sweeps": "the worker command",
+    "zipstream": "the first document bundle or data-subject export",
+    "isal": "the first document bundle",
+    "devtools.seed": "seed-demo",
 }
 
 
