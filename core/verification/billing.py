@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 
-from sqlalchemy import func, insert, literal, select
+from sqlalchemy import bindparam, func, insert, select
 
 from core.errors import InvalidInput
 from core.extensions import db
@@ -52,27 +52,37 @@ def add_charge(*, scope: InstitutionScope, api_key_id: str | None, actor: str, i
 
     One statement (`INSERT … SELECT` from the institution, `RETURNING` the price) rather than reading the
     agreement and then writing the row: a live lookup pays one database round trip for billing, not two.
+    The statement is built once; each lookup only binds its values.
     """
     now = utcnow()
-    institutions, charges = Institution.__table__, VerificationCharge.__table__
-    price_type = charges.c.amount.type
-    row = {
-        "id": literal(new_id("vch")), "institution_id": institutions.c.id, "api_key_id": literal(api_key_id),
-        "actor": literal(actor[:100]), "issuer": literal(issuer), "level": literal(level),
-        "outcome": literal(outcome),
-        "amount": func.round(func.coalesce(institutions.c.verification_price,
-                                           literal(default_price, price_type)), 2),
-        "currency": func.coalesce(func.nullif(institutions.c.verification_currency, ""),
-                                  literal(default_currency)),
-        "identifiers_hash": literal(identifiers_digest), "period": literal(now.strftime("%Y-%m")),
-        "created_at": literal(now, charges.c.created_at.type),
-    }
-    amount, currency = db.session.execute(
-        insert(charges)
-        .from_select(list(row), select(*row.values()).where(institutions.c.id == scope.institution_id))
-        .returning(charges.c.amount, charges.c.currency)
-    ).one()
+    amount, currency = db.session.execute(_ADD_CHARGE, {
+        "charge_id": new_id("vch"), "charged_institution": scope.institution_id, "api_key_id": api_key_id,
+        "actor": actor[:100], "issuer": issuer, "level": level, "outcome": outcome, "default_price": default_price,
+        "default_currency": default_currency, "identifiers_hash": identifiers_digest, "period": now.strftime("%Y-%m"),
+        "created_at": now,
+    }).one()
     return Price(amount=Decimal(amount).quantize(Decimal("0.01")), currency=currency)
+
+
+def _add_charge_statement():
+    institutions, charges = Institution.__table__, VerificationCharge.__table__
+    row = {
+        "id": bindparam("charge_id", type_=charges.c.id.type), "institution_id": institutions.c.id,
+        **{name: bindparam(name, type_=charges.c[name].type)
+           for name in ("api_key_id", "actor", "issuer", "level", "outcome", "identifiers_hash", "period",
+                        "created_at")},
+        "amount": func.round(func.coalesce(institutions.c.verification_price,
+                                           bindparam("default_price", type_=charges.c.amount.type)), 2),
+        "currency": func.coalesce(func.nullif(institutions.c.verification_currency, ""),
+                                  bindparam("default_currency", type_=charges.c.currency.type)),
+    }
+    return (insert(charges)
+            .from_select(list(row), select(*row.values())
+                         .where(institutions.c.id == bindparam("charged_institution", type_=institutions.c.id.type)))
+            .returning(charges.c.amount, charges.c.currency))
+
+
+_ADD_CHARGE = _add_charge_statement()
 
 
 def usage_by_month(scope: InstitutionScope) -> list[dict]:
