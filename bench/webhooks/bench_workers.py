@@ -30,6 +30,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -41,7 +42,8 @@ BARE_THREADS = 16  # as many as a worker's sender slots
 
 
 def serve_receiver(directory: str) -> None:
-    """Run the HTTPS receiver; print `READY <port> <ca>`, then `A <path> <unix time>` per request answered."""
+    """Run the HTTPS receiver; print `READY <port> <ca>`, then per request answered
+    `A <path> <event id> <unix time of its first byte> <unix time answered>`."""
     from http.server import BaseHTTPRequestHandler
 
     from tests.webhooks.webhook_receiver import Receiver
@@ -51,6 +53,10 @@ def serve_receiver(directory: str) -> None:
     class DelayingHandler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         disable_nagle_algorithm = True
+
+        def parse_request(self):
+            self.first_byte_at = time.time()  # the request line has just been read
+            return super().parse_request()
 
         def log_message(self, *args):
             pass
@@ -65,7 +71,8 @@ def serve_receiver(directory: str) -> None:
             self.end_headers()
             self.wfile.write(b"ok")
             with out_lock:
-                sys.stdout.write(f"A {self.path} {time.time():.6f}\n")
+                sys.stdout.write(f"A {self.path} {self.headers.get('X-Karibu-Event-Id', '-')} "
+                                 f"{self.first_byte_at:.6f} {time.time():.6f}\n")
                 sys.stdout.flush()
 
     receiver = Receiver(Path(directory))
@@ -73,6 +80,13 @@ def serve_receiver(directory: str) -> None:
     receiver.server.request_queue_size = 256
     print(f"READY {receiver.server.port} {receiver.ca_path}", flush=True)
     receiver.server.serve_forever(poll_interval=0.05)
+
+
+class Arrival(NamedTuple):
+    path: str
+    event_id: str
+    first_byte_at: float
+    answered_at: float
 
 
 class ReceiverProcess:
@@ -86,13 +100,13 @@ class ReceiverProcess:
 
     def _read(self):
         for line in self.process.stdout:
-            _, path, at = line.split()
-            self.arrivals.put((path, float(at)))
+            _, path, event_id, first_byte_at, answered_at = line.split()
+            self.arrivals.put(Arrival(path, event_id, float(first_byte_at), float(answered_at)))
 
     def url(self, delay_ms: int) -> str:
         return f"https://localhost:{self.port}/delay/{delay_ms}"
 
-    def collect(self, count: int, timeout: float) -> list[tuple[str, float]]:
+    def collect(self, count: int, timeout: float) -> list[Arrival]:
         deadline = time.monotonic() + timeout
         got = []
         while len(got) < count:
@@ -203,8 +217,8 @@ def finish_all(receiver: ReceiverProcess) -> None:
     receiver.forget_arrivals()
 
 
-def rate(arrivals: list[tuple[str, float]]) -> float:
-    times = sorted(at for _, at in arrivals)
+def rate(arrivals: list[Arrival]) -> float:
+    times = sorted(arrival.answered_at for arrival in arrivals)
     return (len(times) - 1) / (times[-1] - times[0])
 
 
@@ -234,8 +248,8 @@ def slow_slot(environment, receiver, slow_id, fast_id, count) -> tuple[float, fl
             emit(fast_id, count)
             arrivals = []
             while len(arrivals) < count:
-                arrivals += [a for a in receiver.collect(1, timeout=120) if a[0] == "/delay/0"]
-            results.append(max(at for _, at in arrivals) - started)
+                arrivals += [a for a in receiver.collect(1, timeout=120) if a.path == "/delay/0"]
+            results.append(max(arrival.answered_at for arrival in arrivals) - started)
         finally:
             stop_workers(workers)
             release_leases()
