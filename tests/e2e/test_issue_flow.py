@@ -4,12 +4,11 @@ from __future__ import annotations
 import csv
 import re
 
-import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import follow_link, screenshot, sign_in
 from tests.e2e.test_portal_flow import seed_institution
-from tests.webhooks.conftest import RECEIVER_HOST, receiver, resolver, run_worker  # noqa: F401 (fixtures)
+from tests.webhooks.conftest import RECEIVER_HOST, delivering, receiver, resolver, run_worker  # noqa: F401 (fixtures)
 
 
 def test_bulk_stage_change_and_csv_export(page, factory):
@@ -58,14 +57,6 @@ def test_trial_verification_on_the_try_page(page):
     expect(page.locator("#result-json")).to_contain_text('"issuer"')
     screenshot(page, "try")
 
-
-@pytest.fixture
-def delivering(app, receiver, resolver, redis_client, monkeypatch):  # noqa: F811
-    monkeypatch.setitem(app.config, "WEBHOOK_ALLOW_PRIVATE_TARGETS", True)
-    monkeypatch.setitem(app.config, "WEBHOOK_CA_BUNDLE", receiver.ca_path)
-    redis_client.flushdb()
-    yield receiver
-    redis_client.flushdb()
 
 
 def test_webhook_setup_secret_once_and_ping(page, factory, app, delivering):

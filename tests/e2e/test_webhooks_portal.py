@@ -10,16 +10,8 @@ from playwright.sync_api import expect
 
 from tests.e2e.conftest import follow_link, sign_in
 from tests.e2e.test_portal_flow import seed_institution
-from tests.webhooks.conftest import RECEIVER_HOST, receiver, resolver, run_worker  # noqa: F401 (fixtures)
+from tests.webhooks.conftest import RECEIVER_HOST, delivering, receiver, resolver, run_worker  # noqa: F401 (fixtures)
 
-
-@pytest.fixture
-def delivering(app, receiver, resolver, redis_client, monkeypatch):  # noqa: F811
-    monkeypatch.setitem(app.config, "WEBHOOK_ALLOW_PRIVATE_TARGETS", True)
-    monkeypatch.setitem(app.config, "WEBHOOK_CA_BUNDLE", receiver.ca_path)
-    redis_client.flushdb()
-    yield receiver
-    redis_client.flushdb()
 
 
 def _open_webhooks(page, factory):

@@ -1,23 +1,13 @@
 """Webhook settings, the one-time secret, rotate, ping, the delivery log and its actions."""
 import re
 
-import pytest
 
-from tests.webhooks.conftest import RECEIVER_HOST, receiver, resolver, run_worker  # noqa: F401 (fixtures)
+from tests.webhooks.conftest import RECEIVER_HOST, delivering, receiver, resolver, run_worker  # noqa: F401 (fixtures)
 
 
 def _text(response) -> str:
     return response.get_data(as_text=True)
 
-
-@pytest.fixture
-def delivering(app, receiver, resolver, redis_client, monkeypatch):  # noqa: F811
-    """Deliveries go to the local HTTPS receiver (private targets allowed for it, its CA trusted)."""
-    monkeypatch.setitem(app.config, "WEBHOOK_ALLOW_PRIVATE_TARGETS", True)
-    monkeypatch.setitem(app.config, "WEBHOOK_CA_BUNDLE", receiver.ca_path)
-    redis_client.flushdb()
-    yield receiver
-    redis_client.flushdb()
 
 
 def _save(admin, url, events=("application.submitted", "decision.sent"), include_name=False):

@@ -13,7 +13,9 @@ from core.extensions import db
 from core.models import AuditLog, Event
 from core.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from tests.conftest import auth_header
-from tests.webhooks.conftest import RECEIVER_HOST, free_port, receiver, resolver, run_worker  # noqa: F401
+from tests.webhooks.conftest import (  # noqa: F401 (fixtures)
+    RECEIVER_HOST, delivering, free_port, receiver, resolver, run_worker,
+)
 from tests.webhooks.webhook_receiver import Receiver
 
 DELIVERY_ID = re.compile(r'id="delivery-(whd_[A-Za-z0-9]+)"')
@@ -22,14 +24,6 @@ DELIVERY_ID = re.compile(r'id="delivery-(whd_[A-Za-z0-9]+)"')
 def _text(response) -> str:
     return response.get_data(as_text=True)
 
-
-@pytest.fixture
-def delivering(app, receiver, resolver, redis_client, monkeypatch):  # noqa: F811
-    monkeypatch.setitem(app.config, "WEBHOOK_ALLOW_PRIVATE_TARGETS", True)
-    monkeypatch.setitem(app.config, "WEBHOOK_CA_BUNDLE", receiver.ca_path)
-    redis_client.flushdb()
-    yield receiver
-    redis_client.flushdb()
 
 
 def _save(admin, url, events=("application.submitted", "decision.sent")):

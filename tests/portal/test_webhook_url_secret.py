@@ -9,8 +9,8 @@ from sqlalchemy import String, Text, cast, or_, select
 from core.extensions import db
 from core.models.audit import AuditLog
 from core.models.webhooks import WebhookAttempt, WebhookEndpoint
-from tests.portal.test_webhook_pages import _save, _text, delivering  # noqa: F401 (fixture)
-from tests.webhooks.conftest import RECEIVER_HOST, receiver, resolver, run_worker  # noqa: F401 (fixtures)
+from tests.portal.test_webhook_pages import _save, _text
+from tests.webhooks.conftest import RECEIVER_HOST, delivering, receiver, resolver, run_worker  # noqa: F401 (fixtures)
 
 TOKEN = "tok_9f8e7d6c5b4a39281706"
 

@@ -55,13 +55,19 @@ def resolver(monkeypatch):
 
 
 @pytest.fixture
-def engine(app, receiver, clock, resolver, redis_client, monkeypatch):
-    """The app set up to deliver to the local HTTPS receiver (private targets allowed, its CA trusted)."""
+def delivering(app, receiver, resolver, redis_client, monkeypatch):
+    """Deliveries go to the local HTTPS receiver (private targets allowed for it, its CA trusted); yields it."""
     monkeypatch.setitem(app.config, "WEBHOOK_ALLOW_PRIVATE_TARGETS", True)
     monkeypatch.setitem(app.config, "WEBHOOK_CA_BUNDLE", receiver.ca_path)
     redis_client.flushdb()
-    yield app
+    yield receiver
     redis_client.flushdb()
+
+
+@pytest.fixture
+def engine(app, delivering, clock):
+    """The app set up to deliver to the local HTTPS receiver, on a clock the test moves."""
+    return app
 
 
 def run_worker(app) -> None:
