@@ -17,7 +17,9 @@ from core.models.webhooks import WebhookDelivery
 from core.scoping import InstitutionScope
 from core.webhooks.endpoints import save_endpoint
 from tests.openapi_check import assert_is_event
-from tests.webhooks.conftest import RECEIVER_HOST, clock, engine, receiver, resolver, run_worker  # noqa: F401
+from tests.webhooks.conftest import (  # noqa: F401 (fixtures)
+    RECEIVER_HOST, clock, delivering, engine, receiver, resolver, run_worker,
+)
 from tests.webhooks.independent_verifier import verify
 
 MPESA_SECRET = "mpesa-aggregator-shared-secret"
