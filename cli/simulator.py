@@ -6,7 +6,7 @@ from flask import current_app
 from flask.cli import with_appcontext
 
 from core.verification.registries import REGISTRIES
-from devtools.registry_simulator import MODES, create_server
+from devtools import MODES
 
 
 @click.command("registry-simulator")
@@ -20,6 +20,8 @@ from devtools.registry_simulator import MODES, create_server
 @with_appcontext
 def registry_simulator_command(host: str, port: int, mode: str, delay: float, status: int, quiet: bool) -> None:
     """Serve simulated NESA, UNEB and KNEC registry APIs, accepting the tokens configured for Karibu."""
+    from devtools.registry_simulator import create_server  # its records and server: only in this command
+
     tokens = {code: current_app.config[f"REGISTRY_{code}_TOKEN"] for code in REGISTRIES}
     server, simulator = create_server(host, port, tokens, log_requests=not quiet)
     simulator.state.set(mode, delay=delay, status=status)

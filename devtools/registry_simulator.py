@@ -31,9 +31,9 @@ from werkzeug.wrappers import Request, Response
 from core.auth import authorization_token
 from core.verification.adapters.nesa import LEVELS_FROM_WIRE
 from core.verification.exam_records import ExamRecord
+from devtools import MODES
 from devtools.simulated_records import SIMULATED_RECORDS, find_simulated_record
 
-MODES = ("normal", "slow", "error", "garbage", "redirect")
 REGISTRY_CODES = ("NESA", "UNEB", "KNEC")
 WIRE_STATUS = {"authentic": "RELEASED", "withheld": "WITHHELD", "cancelled": "CANCELLED"}
 UNEB_WIRE_STATUS = {"authentic": "FOUND", "withheld": "WITHHELD", "cancelled": "CANCELLED"}

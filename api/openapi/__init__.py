@@ -6,8 +6,6 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-
 HERE = Path(__file__).parent
 FRAGMENTS = ("applications", "cycles", "updates", "zip", "verifications", "events")
 
@@ -24,6 +22,8 @@ def _merge(target: dict, source: dict, where: str) -> None:
 
 @lru_cache(maxsize=1)
 def _document() -> dict:
+    import yaml  # only here: a worker that has served no API request does not hold PyYAML
+
     document = yaml.safe_load((HERE / "base.yaml").read_text())
     for fragment in FRAGMENTS:
         loaded = yaml.safe_load((HERE / f"{fragment}.yaml").read_text()) or {}

@@ -25,6 +25,9 @@ LOADED_ON_FIRST_USE = {
     "zipstream": "the first document bundle or data-subject export",
     "isal": "the first document bundle",
     "devtools.seed": "seed-demo",
+    "devtools.registry_simulator": "the registry-simulator command",
+    "devtools.simulated_records": "the registry-simulator command",
+    "yaml": "the first API request (the OpenAPI document its query check reads)",
 }
 
 
