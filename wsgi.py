@@ -39,7 +39,7 @@ _ACCEPTABLE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
 def create_app(overrides: dict | None = None) -> Flask:
     app = Flask(__name__, template_folder="templates", static_folder="static", instance_relative_config=True,
                 instance_path=str(INSTANCE_DIR))
-    app.config.update(Settings().flask_config())
+    app.config.update(Settings.from_environment().flask_config())
     app.config.update(overrides or {})
     app.json.sort_keys = False  # records keep the documented field order
     os.makedirs(app.instance_path, exist_ok=True)  # home of the default SQLite file and documents

@@ -1,16 +1,16 @@
 """Configuration from environment variables (and a `.env` file in development).
 
-Every setting is documented in the README with its default. `Settings().flask_config()` gives the Flask
-config mapping; tests pass overrides to `create_app` instead of touching the environment.
+Every setting is documented in the README with its default. `Settings.from_environment().flask_config()` gives
+the Flask config mapping; tests pass overrides to `create_app` instead of touching the environment.
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+from dotenv import dotenv_values
 from flask import current_app
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.retry import Retry
@@ -31,8 +31,10 @@ def _instance_dir() -> Path:
 INSTANCE_DIR = _instance_dir()
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
+class Settings(BaseModel):
+    """Every setting with its type and default; `from_environment()` reads them."""
+
+    model_config = ConfigDict(extra="ignore")
 
     # Core: secrets, engines, the API edge and identity
     # Empty: a random key is generated on first start into SECRET_KEY_FILE and reused (core/secret_key.py).
@@ -156,6 +158,28 @@ class Settings(BaseSettings):
     RETENTION_MESSAGES_DAYS: int = 400
     # Rows deleted per transaction (short transactions: API writes never wait long behind the purge).
     RETENTION_BATCH_SIZE: int = 5000
+
+    @classmethod
+    def from_environment(cls, env_file: str | os.PathLike = ".env") -> Settings:
+        """The process environment over a `.env` file in the working directory (UTF-8), names matched without
+        regard to case; values are validated (and converted: "true", "0.5", "25") by the fields' types, and a
+        bad one is a `ConfigurationError` naming the setting (not its value: it could be a secret).
+
+        What pydantic-settings did here, without loading it (and the PyYAML it imports) into every web worker.
+        """
+        by_upper_name = {name.upper(): name for name in cls.model_fields}
+        values = {}
+        for source in (dotenv_values(env_file, encoding="utf-8"), os.environ):
+            for name, value in source.items():
+                field = by_upper_name.get(name.upper())
+                if field is not None and value is not None:
+                    values[field] = value
+        try:
+            return cls(**values)
+        except ValidationError as error:
+            problems = "; ".join(f"{'.'.join(map(str, problem['loc']))}: {problem['msg']}"
+                                 for problem in error.errors())
+            raise ConfigurationError(f"{problems}. Correct it in the environment or .env.") from None
 
     def flask_config(self) -> dict:
         config = self.model_dump()

@@ -109,6 +109,28 @@ def test_unset_secret_key_is_generated_once_private_and_reused(tmp_path):
     assert [path.name for path in key_file.parent.iterdir()] == ["secret_key"]  # no temporary files left
 
 
+def test_settings_come_from_the_environment_over_dotenv_by_any_case(tmp_path, monkeypatch):
+    from core.config import Settings
+    (tmp_path / ".env").write_text("MAIL_PORT=2525\nmail_use_tls=true\nLOG_LEVEL=DEBUG\nNOT_A_SETTING=1\n"
+                                   "SMS_SENDER_ID=Karibu Ünï\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("log_level", "WARNING")
+    monkeypatch.setenv("API_CREDENTIAL_CACHE_SECONDS", "0.25")
+    settings = Settings.from_environment()
+    assert (settings.MAIL_PORT, settings.MAIL_USE_TLS, settings.LOG_LEVEL) == (2525, True, "WARNING")
+    assert settings.API_CREDENTIAL_CACHE_SECONDS == 0.25 and settings.SMS_SENDER_ID == "Karibu Ünï"
+    assert settings.MAIL_USE_SSL is False  # untouched: the default
+
+
+@pytest.mark.parametrize(("name", "value"), [("MAIL_PORT", "twenty-five"), ("EVENTS_RETENTION_DAYS", "7"),
+                                             ("METRICS_ENABLED", "perhaps")])
+def test_a_malformed_setting_stops_the_app_naming_it(tmp_path, name, value):
+    completed = flask_cli(tmp_path, "routes", SECRET_KEY="k" * MIN_SECRET_KEY_LENGTH, **{name: value})
+    assert completed.returncode != 0
+    assert f"Karibu cannot start: {name}: " in completed.stderr
+    assert "Traceback" not in completed.stderr
+
+
 def test_the_default_key_file_is_in_the_instance_folder():
     from core.config import INSTANCE_DIR, Settings
     assert Settings.model_fields["SECRET_KEY"].default == ""
