@@ -46,21 +46,31 @@ def identifiers_hash(key: bytes, issuer: str, identifiers: dict[str, str]) -> st
 
 
 def add_charge(*, scope: InstitutionScope, api_key_id: str | None, actor: str, issuer: str, level: str,
-               outcome: str, default_price: Decimal, default_currency: str, identifiers_digest: str) -> Price:
+               outcome: str, default_price: Decimal, default_currency: str, identifiers_digest: str,
+               commit_now: bool) -> Price:
     """Write the ledger row at the institution's agreement price (the default where it has none) and return
-    that price; the caller commits it with the stored answer.
+    that price.
 
     One statement (`INSERT … SELECT` from the institution, `RETURNING` the price) rather than reading the
-    agreement and then writing the row: a live lookup pays one database round trip for billing, not two.
-    The statement is built once; each lookup only binds its values.
+    agreement and then writing the row, built once; each lookup only binds its values. With `commit_now`
+    (the row is all the lookup writes: no idempotency key) on PostgreSQL it is committed by itself, durably,
+    in that one round trip: a pooled connection in autocommit, where PostgreSQL runs the statement as its own
+    transaction, instead of BEGIN, INSERT and COMMIT through the session. Otherwise the caller commits it
+    (with the stored answer, when there is a key, so a replay can never be charged twice).
     """
     now = utcnow()
-    amount, currency = db.session.execute(_ADD_CHARGE, {
+    values = {
         "charge_id": new_id("vch"), "charged_institution": scope.institution_id, "api_key_id": api_key_id,
         "actor": actor[:100], "issuer": issuer, "level": level, "outcome": outcome, "default_price": default_price,
         "default_currency": default_currency, "identifiers_hash": identifiers_digest, "period": now.strftime("%Y-%m"),
         "created_at": now,
-    }).one()
+    }
+    if commit_now and db.engine.dialect.name == "postgresql":
+        with db.engine.connect() as pooled:
+            amount, currency = pooled.execution_options(isolation_level="AUTOCOMMIT").execute(
+                _ADD_CHARGE, values).one()
+    else:
+        amount, currency = db.session.execute(_ADD_CHARGE, values).one()
     return Price(amount=Decimal(amount).quantize(Decimal("0.01")), currency=currency)
 
 

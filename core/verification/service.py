@@ -132,7 +132,8 @@ def _live_answer(principal, registry: Registry, identifiers: dict[str, str], set
                        actor=principal.actor, issuer=registry.code, level=identifiers[registry.level_field],
                        outcome=answer.outcome, default_price=settings.default_price,
                        default_currency=settings.default_currency,
-                       identifiers_digest=identifiers_hash(settings.hash_key, registry.code, identifiers))
+                       identifiers_digest=identifiers_hash(settings.hash_key, registry.code, identifiers),
+                       commit_now=claimed is None)
     billing = _billing(charged=True, amount=price.amount, currency=price.currency)
     if answer.outcome == OUTCOME_NOT_FOUND:
         return 404, _not_found_body(registry, billing)

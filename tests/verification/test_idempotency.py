@@ -8,6 +8,7 @@ from sqlalchemy import func, select, update
 
 from core.extensions import db
 from core.models import VerificationCharge, VerificationIdempotency, utcnow
+from core.verification import idempotency
 from core.verification.idempotency import request_fingerprint
 from core.verification.service import current_settings
 from devtools.simulated_records import SIMULATED_RECORDS
@@ -94,6 +95,22 @@ def test_a_failed_lookup_releases_the_key_for_a_retry(app, client, live_registri
     retried = send(client, raw_key, RECORD.request, "retry-me")
     assert retried.status_code == 200
     assert retried.json["billing"]["charged"] is True
+    assert ledger_size(app) == 1
+
+
+def test_with_a_key_the_charge_is_kept_only_with_the_stored_answer(app, client, live_registries,
+                                                                   billed_institution, monkeypatch):
+    """Without a key a charge commits on its own, at once; with one it must commit with the stored answer, or
+    a retry after a failure would be charged a second time."""
+    _, raw_key = billed_institution
+
+    def storage_fails(*args, **kwargs):
+        raise RuntimeError("the answer could not be stored")
+
+    monkeypatch.setattr(idempotency, "store_answer", storage_fails)
+    assert send(client, raw_key, RECORD.request, "order-lost").status_code == 500
+    assert ledger_size(app) == 0
+    assert post_json(client, "/api/v1/verifications", RECORD.request, auth_header(raw_key)).status_code == 200
     assert ledger_size(app) == 1
 
 
