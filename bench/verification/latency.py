@@ -1,6 +1,7 @@
 """Verification latency through the service vs calling the registry simulator directly.
 
-Starts, on loopback only, the registry simulator and the Karibu app under gunicorn, migrates a throwaway
+Starts, on loopback only, the registry simulator and the Karibu app under gunicorn as deployed
+(`ops.gunicorn_config`: threaded workers with keep-alive; `--workers` of them), migrates a throwaway
 database, creates an institution and a live key, then for each simulated registry latency sends the same
 simulated records (every registry and level) alternately:
 
@@ -97,8 +98,9 @@ def main() -> None:
     processes = [
         subprocess.Popen([sys.executable, "-m", "flask", "--app", "wsgi", "registry-simulator", "--port",
                           str(simulator_port), "--quiet"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL),
-        subprocess.Popen([sys.executable, "-m", "gunicorn", "-w", str(options.workers), "-b",
-                          f"127.0.0.1:{app_port}", "--log-level", "warning", "wsgi:app"], cwd=ROOT, env=env),
+        subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "python:ops.gunicorn_config", "-w",
+                          str(options.workers), "-b", f"127.0.0.1:{app_port}", "--log-level", "warning", "wsgi:app"],
+                         cwd=ROOT, env=env),
     ]
     try:
         wait_until_up(f"{simulator_url}/_simulator/health")
