@@ -9,10 +9,12 @@ from datetime import datetime
 import pytest
 from sqlalchemy import select
 
+from core import ndjson_export
 from core.extensions import db
 from core.models import Application
 from core.privacy import erase
 from core.scoping import InstitutionScope
+from tests.conftest import TEST_DB
 from tests.read_side.conftest import walk
 from tests.read_side.test_export import AWKWARD_NAMES
 
@@ -49,6 +51,35 @@ def test_ndjson_export_is_exactly_the_records_of_the_pages(api_get, tenant, reco
     assert [json.loads(line) for line in lines] == paged
     assert int(response.headers["X-Total-Rows"]) == len(paged)  # a client can check that it got them all
     assert "Foreign" not in response.get_data(as_text=True)
+
+
+def test_ndjson_carries_escapes_control_characters_and_nulls_exactly(api_get, factory, tenant):
+    """What PostgreSQL's COPY text format escapes (tab, line breaks, backslash, and a value that reads like its
+    NULL marker) and what JSON must escape come back as the pages give them."""
+    names = ["\\N", "\\", "back\\slash", "tab\there", "lines\r\nand\vmore\b\f", "ctrl\x01\x1f\x7f",
+             "sep\u2028ar", "Zoë 🎓"]
+    for number, name in enumerate(names):
+        factory.application(tenant.institution, program=tenant.program, cycle=tenant.cycle, first_name=name,
+                            last_name=name[::-1], phone=None if number % 2 else "+250788000000")
+    paged = walk(api_get, tenant, LIST, {"limit": 3})
+    body = api_get(tenant, EXPORT, {"format": "ndjson"}).get_data(as_text=True)
+    assert body.endswith("\n")
+    assert [json.loads(line) for line in body[:-1].split("\n")] == paged  # NDJSON lines end at LF only
+    assert {record["personal"]["first_name"] for record in paged} == set(names)
+
+
+@pytest.mark.skipif(TEST_DB != "postgres", reason="COPY's chunks exist on PostgreSQL only")
+def test_ndjson_rows_cut_anywhere_between_copy_chunks_come_out_whole(api_get, tenant, records, monkeypatch):
+    whole_rows = ndjson_export.postgres_copy
+
+    def in_seven_byte_pieces(*args, **kwargs):
+        for chunk in whole_rows(*args, **kwargs):
+            yield from (chunk[start:start + 7] for start in range(0, len(chunk), 7))
+
+    monkeypatch.setattr(ndjson_export, "postgres_copy", in_seven_byte_pieces)
+    paged = walk(api_get, tenant, LIST, {"limit": 4})
+    lines = api_get(tenant, EXPORT, {"format": "ndjson"}).get_data(as_text=True).splitlines()
+    assert [json.loads(line) for line in lines] == paged
 
 
 @pytest.mark.parametrize("params", [{}, {"paid": "false"}, {"program": "Alpha University Nursing"}])
