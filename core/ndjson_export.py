@@ -46,9 +46,9 @@ def _postgres_json_lines(connection: Connection, statement: Select) -> Iterator[
     for chunk in postgres_copy(connection, rendered, "FORMAT text"):
         complete, _, unfinished = (unfinished + chunk).rpartition(b"\n")
         if complete:
-            yield records.lines(complete.decode())
+            yield records.lines(complete)
     if unfinished:
-        yield records.lines(unfinished.decode())
+        yield records.lines(unfinished)
 
 
 def _encoded_lines(rows: Iterable) -> Iterator[bytes]:
@@ -68,6 +68,9 @@ def _encoded_lines(rows: Iterable) -> Iterator[bytes]:
 # In a row of COPY's text format a tab, a line break or a backslash in a value is written escaped, so a row
 # without `"`, a backslash or a control character other than the separating tabs holds nothing JSON must escape.
 _NEEDS_JSON_ESCAPING = re.compile(r'["\\\x00-\x08\x0a-\x1f]')
+# The same bytes, but for the line feeds between rows: checked once over a whole chunk (far cheaper than a
+# search in each row), as most chunks hold no such row.
+_JSON_ESCAPED_BYTES = b'"\\' + bytes(code for code in range(0x20) if code not in (0x09, 0x0a))
 _COPY_TEXT_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
 _COPY_TEXT_CONTROL = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
 
@@ -104,11 +107,15 @@ class _CopyTextRecords:
         self.token_template = _record_template(self.names, ["%s"] * len(self.strings))
         return selected
 
-    def lines(self, rows: str) -> bytes:
+    def lines(self, rows: bytes) -> bytes:
         """The NDJSON of `rows` (COPY text rows separated by line feeds, without the last one)."""
-        fast_template, needs_escaping = self.fast_template, _NEEDS_JSON_ESCAPING.search
+        fast_template = self.fast_template
+        if len(rows.translate(None, _JSON_ESCAPED_BYTES)) == len(rows):
+            return "".join([fast_template % tuple(row.split("\t")) for row in rows.decode().split("\n")]).encode()
+        needs_escaping = _NEEDS_JSON_ESCAPING.search
         return "".join([fast_template % tuple(row.split("\t")) if not needs_escaping(row)
-                        else self.token_template % tuple(self._tokens(row)) for row in rows.split("\n")]).encode()
+                        else self.token_template % tuple(self._tokens(row))
+                        for row in rows.decode().split("\n")]).encode()
 
     def _tokens(self, row: str) -> list[str]:
         tokens = []
