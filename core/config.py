@@ -160,7 +160,7 @@ class Settings(BaseModel):
     RETENTION_BATCH_SIZE: int = 5000
 
     @classmethod
-    def from_environment(cls, env_file: str | os.PathLike = ".env") -> Settings:
+    def from_environment(cls) -> Settings:
         """The process environment over a `.env` file in the working directory (UTF-8), names matched without
         regard to case; values are validated (and converted: "true", "0.5", "25") by the fields' types, and a
         bad one is a `ConfigurationError` naming the setting (not its value: it could be a secret).
@@ -169,7 +169,7 @@ class Settings(BaseModel):
         """
         by_upper_name = {name.upper(): name for name in cls.model_fields}
         values = {}
-        for source in (dotenv_values(env_file, encoding="utf-8"), os.environ):
+        for source in (dotenv_values(".env", encoding="utf-8"), os.environ):
             for name, value in source.items():
                 field = by_upper_name.get(name.upper())
                 if field is not None and value is not None:
