@@ -16,6 +16,9 @@ AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa", "best-practi
 
 def axe_violations(page, impacts: tuple[str, ...] = FAILING_IMPACTS) -> list[dict]:
     """axe's violations of the page as it is now, of the given impacts."""
+    # A fading element (an htmx indicator after its request) has a contrast of the moment: measure the page at rest.
+    page.evaluate("() => Promise.all(document.getAnimations().filter((a) => a instanceof CSSTransition)"
+                  ".map((a) => a.finished.catch(() => null)))")
     if not page.evaluate("() => typeof window.axe !== 'undefined'"):
         page.evaluate(AXE_SOURCE.read_text(encoding="utf-8"))
     results = page.evaluate(

@@ -1,7 +1,9 @@
 """The applicant file: stage and decision edited in place, an honest "send decision", and one timeline of
 everything that happened (with who did it), read through HTTP."""
 import re
+from datetime import timezone
 
+from babel.dates import format_datetime
 from sqlalchemy import func, select
 
 from core.applicant_checks import record_check
@@ -10,6 +12,7 @@ from core.documents import document_storage
 from core.extensions import db
 from core.models import Application, Decision, Document, Event, utcnow
 from core.models.history import ApplicationChange
+from core.preferences import time_zone_of, zone_info
 from core.scoping import InstitutionScope
 from tests.conftest import auth_header
 
@@ -106,7 +109,9 @@ def test_sending_an_already_sent_decision_says_when_and_sends_nothing(staff, fac
     assert first.status_code == 200 and "The decision “Accepted” was sent to the applicant." in _text(first)
     with app.app_context():
         sent_at = db.session.scalar(select(Decision.sent_at).where(Decision.application_id == application.id))
-    when = sent_at.strftime("%d %b %Y")
+        zone = zone_info(time_zone_of(InstitutionScope(staff.institution.id)))
+    # As the page says it: in the institution's zone (a day later than UTC's late in the evening), day unpadded.
+    when = format_datetime(sent_at.replace(tzinfo=timezone.utc), "d MMM y, HH:mm", tzinfo=zone, locale="en")
 
     again = staff.post(f"/applicants/{application.id}/send-decision", htmx=True)
     html = _text(again)
