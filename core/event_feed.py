@@ -26,7 +26,7 @@ from sqlalchemy import literal_column, tuple_
 from core.errors import NotFound, problem
 from core.extensions import db
 from core.listing import (
-    Page, bad_parameter, decode_cursor, encode_cursor, parse_limit, query_fingerprint, text_parameter,
+    Page, bad_parameter, decode_cursor, encode_cursor, page_limit, parse_limit, query_fingerprint, text_parameter,
 )
 from core.models import Event
 from core.scoping import InstitutionScope
@@ -129,7 +129,7 @@ def fetch_event_page(scope: InstitutionScope, query: EventQuery, cursor_token: s
             raise bad_parameter("cursor", "cursor does not match this query")
         statement = statement.where(
             tuple_(Event.xact_id, Event.seq) > tuple_(query.after.xact_id, query.after.seq))
-    statement = statement.order_by(Event.xact_id, Event.seq).limit(query.limit + 1)
+    statement = statement.order_by(Event.xact_id, Event.seq).limit(page_limit(query.limit + 1))
     events = list(db.session.scalars(statement))
     has_next = len(events) > query.limit
     events = events[:query.limit]

@@ -27,7 +27,7 @@ from datetime import datetime
 from typing import Any
 
 from itsdangerous import BadData, URLSafeSerializer
-from sqlalchemy import Select, and_, func, or_, select, tuple_
+from sqlalchemy import Integer, Select, and_, bindparam, func, or_, select, tuple_
 from sqlalchemy.orm import selectinload
 
 from core.config import settings
@@ -474,7 +474,7 @@ def fetch_application_page(scope: InstitutionScope, query: ApplicationQuery) -> 
         if query.after is not None:
             statement = statement.where(_keyset_after(scope, query.after, *columns, descending=sort.descending))
         statement = statement.order_by(*(column.desc() if sort.descending else column for column in columns))
-        rows = list(db.session.execute(statement.limit(query.limit + 1)))
+        rows = list(db.session.execute(statement.limit(page_limit(query.limit + 1))))
     return _page(rows, query.limit, scope, query.fingerprint, _row_position(sort))
 
 
@@ -499,7 +499,7 @@ def _rows_by_stage(scope: InstitutionScope, query: ApplicationQuery, statement: 
         if after is not None and stage == stages[first]:
             in_stage = in_stage.where(tuple_(*within_stage) < tuple_(*after))
         in_stage = in_stage.order_by(*(column.desc() for column in within_stage))
-        rows.extend(db.session.execute(in_stage.limit(query.limit + 1 - len(rows))))
+        rows.extend(db.session.execute(in_stage.limit(page_limit(query.limit + 1 - len(rows)))))
         if len(rows) > query.limit:
             break
     return rows
@@ -558,6 +558,18 @@ def count_exported(connection, scope: InstitutionScope, filters: Mapping[str, An
     return count_by_dimensions(scope, dimensions, connection) - int(connection.scalar(erased))
 
 
+def page_limit(rows: int):
+    """A LIMIT written into the statement's text rather than sent as a parameter.
+
+    Statements run five times on a connection become prepared statements; PostgreSQL then plans them once
+    (a generic plan) only when that plan is estimated no dearer than planning each time. With `LIMIT $n` the
+    generic plan must assume an unknown row count and never wins, so a page query was planned on every
+    request (about 1.2 ms for the application list, more than running it). With the number in the text, the
+    plan is kept; a different limit is another statement.
+    """
+    return bindparam("page_limit", rows, type_=Integer, literal_execute=True)
+
+
 def _page(rows: list, limit: int, scope: InstitutionScope, fingerprint: str, position) -> Page:
     """Drop the look-ahead row (it only tells whether a next page exists) and sign the last row's position."""
     has_next = len(rows) > limit
@@ -577,6 +589,6 @@ def fetch_cycle_page(scope: InstitutionScope, query: CycleQuery) -> Page:
     statement = scope.select(Cycle).options(selectinload(Cycle.programs))
     if query.after is not None:
         statement = statement.where(_keyset_after(scope, query.after, Cycle.opens_at, Cycle.id))
-    statement = statement.order_by(Cycle.opens_at, Cycle.id).limit(query.limit + 1)
+    statement = statement.order_by(Cycle.opens_at, Cycle.id).limit(page_limit(query.limit + 1))
     cycles = list(db.session.scalars(statement))
     return _page(cycles, query.limit, scope, query.fingerprint, lambda cycle: (cycle.opens_at, cycle.id))

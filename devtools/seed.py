@@ -18,7 +18,7 @@ from typing import Callable
 from sqlalchemy import func, insert, select, text
 
 from core.documents import document_storage
-from core.extensions import db
+from core.extensions import db, note_write
 from core.institutions import create_institution, pipeline
 from core.models import (
     Applicant, Application, Cycle, Decision, Document, Institution, Payment, Program, new_id, utcnow,
@@ -168,6 +168,7 @@ class _Writer:
         if not rows:
             return
         if self.use_copy:
+            note_write(self.connection)
             raw = self.connection.connection.driver_connection
             with raw.cursor() as cursor:
                 with cursor.copy(f"COPY {table.name} ({', '.join(columns)}) FROM STDIN") as copy:

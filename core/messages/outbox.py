@@ -14,7 +14,7 @@ from sqlalchemy import insert, select
 
 from core.config import settings
 from core.decisions import ANSWERABLE_DECISIONS, decision_response_tokens
-from core.extensions import db
+from core.extensions import db, note_write
 from core.i18n import DEFAULT_LANGUAGE, supported_language
 from core.messages.addresses import address_of, header_safe, valid_email, valid_international_phone
 from core.messages.render import RenderedEmail, render_email, render_sms
@@ -109,6 +109,7 @@ def _write(rows: list[dict]) -> None:
         connection.execute(insert(Message.__table__), rows)
         return
     columns = list(rows[0])
+    note_write(connection)
     with connection.connection.driver_connection.cursor() as cursor:
         with cursor.copy(f"COPY messages ({', '.join(columns)}) FROM STDIN") as copy:
             for row in rows:
