@@ -7,6 +7,7 @@ from api.auth import add_rate_limit_headers, authenticate_request, enforce_edge_
 from api.openapi import openapi_json_bytes
 from api.parameters import reject_unknown_query_parameters
 from core.audit import AuditEntry
+from core.extensions import limiter
 from core.institutions import describe_institution
 
 API_PREFIX = "/api/v1"
@@ -16,6 +17,11 @@ bp = Blueprint("api", __name__, url_prefix=API_PREFIX)
 
 def _is_api_request() -> bool:
     return request.path == API_PREFIX or request.path.startswith(API_PREFIX + "/")
+
+
+# The API counts its requests itself (api/rate_limits.py: one Redis round trip); Flask-Limiter, which serves the
+# portal's forms, would only look for limits the API never declares (about 0.3 ms a request).
+limiter.request_filter(_is_api_request)
 
 
 @bp.before_app_request

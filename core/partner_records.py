@@ -77,59 +77,54 @@ def application_select(scope: InstitutionScope) -> Select:
     )
 
 
+_RECORD_WIDTH = len(_SELECTED)
+
+
 def application_record(row) -> dict:
+    """The nested record of a row of `application_select` (extra columns after the record's are ignored).
+
+    The row is unpacked by position: reading 19 values by name cost about 1 µs each, a third of the list
+    endpoint's Python time for a page of 50."""
+    (application_id, applicant_id, first_name, last_name, email, phone, program_id, program_name, cycle_id,
+     cycle_name, stage, decision, enrolled, submitted_at, submitted_by_staff, updated_at, paid, currency,
+     amount) = row[:_RECORD_WIDTH]
     return {
-        "id": row.id,
-        "applicant_id": row.applicant_id,
+        "id": application_id,
+        "applicant_id": applicant_id,
         "personal": {
-            "first_name": row.first_name,
-            "last_name": row.last_name,
-            "email": row.email,
-            "phone": row.phone,
+            "first_name": first_name,
+            "last_name": last_name,
+            "email": email,
+            "phone": phone,
         },
         "application": {
-            "program_id": row.program_id,
-            "program_name": row.program_name,
-            "cycle_id": row.cycle_id,
-            "cycle_name": row.cycle_name,
-            "stage": row.stage,
-            "decision": row.decision,
-            "enrolled": bool(row.enrolled),
-            "submitted_at": isoformat_z(row.submitted_at),
-            "submitted_by_staff": bool(row.submitted_by_staff),
-            "updated_at": isoformat_z(row.updated_at),
+            "program_id": program_id,
+            "program_name": program_name,
+            "cycle_id": cycle_id,
+            "cycle_name": cycle_name,
+            "stage": stage,
+            "decision": decision,
+            "enrolled": bool(enrolled),
+            "submitted_at": isoformat_z(submitted_at),
+            "submitted_by_staff": bool(submitted_by_staff),
+            "updated_at": isoformat_z(updated_at),
         },
         "payment": {
-            "paid": bool(row.paid),
-            "currency": row.currency,
-            "amount": float(row.amount) if row.amount is not None else None,
+            "paid": bool(paid),
+            "currency": currency,
+            "amount": float(amount) if amount is not None else None,
         },
     }
 
 
 def record_values(row) -> tuple:
     """The flat record in RECORD_COLUMNS order, for CSV. The amount stays a Decimal (`50000.00`)."""
-    return (
-        row.id,
-        row.applicant_id,
-        row.first_name,
-        row.last_name,
-        row.email,
-        row.phone,
-        row.program_id,
-        row.program_name,
-        row.cycle_id,
-        row.cycle_name,
-        row.stage,
-        row.decision,
-        bool(row.enrolled),
-        isoformat_z(row.submitted_at),
-        bool(row.submitted_by_staff),
-        isoformat_z(row.updated_at),
-        bool(row.paid),
-        row.currency,
-        row.amount,
-    )
+    (application_id, applicant_id, first_name, last_name, email, phone, program_id, program_name, cycle_id,
+     cycle_name, stage, decision, enrolled, submitted_at, submitted_by_staff, updated_at, paid, currency,
+     amount) = row[:_RECORD_WIDTH]
+    return (application_id, applicant_id, first_name, last_name, email, phone, program_id, program_name,
+            cycle_id, cycle_name, stage, decision, bool(enrolled), isoformat_z(submitted_at),
+            bool(submitted_by_staff), isoformat_z(updated_at), bool(paid), currency, amount)
 
 
 def cycle_status(cycle: Cycle, now: datetime) -> str:
