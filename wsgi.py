@@ -17,6 +17,7 @@ import core.models  # noqa: F401  (every model registered before migrations or q
 import portal
 from api.callbacks import CALLBACKS_PREFIX, callbacks_bp
 from api.errors import handle_api_exception
+from api.json_provider import OrjsonProvider
 from cli import COMMANDS
 from core.audit import record_request, redact_path
 from core.config import INSTANCE_DIR, ConfigurationError, Settings, check_startup_settings
@@ -41,6 +42,7 @@ def create_app(overrides: dict | None = None) -> Flask:
                 instance_path=str(INSTANCE_DIR))
     app.config.update(Settings.from_environment().flask_config())
     app.config.update(overrides or {})
+    app.json = OrjsonProvider(app)
     app.json.sort_keys = False  # records keep the documented field order
     os.makedirs(app.instance_path, exist_ok=True)  # home of the default SQLite file and documents
     if app.config["PROXY_COUNT"]:

@@ -1,0 +1,70 @@
+"""JSON bodies written by orjson (api/json_provider.py) say exactly what Flask's encoder said."""
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from decimal import Decimal
+
+import pytest
+from flask import jsonify
+from flask.json.provider import DefaultJSONProvider
+
+from tests.read_side.conftest import Tenant, api_get, tenant  # noqa: F401 (fixtures)
+
+
+@dataclass
+class Money:
+    amount: Decimal
+    currency: str
+
+
+def flask_body(app, value) -> bytes:
+    with app.app_context():
+        provider = DefaultJSONProvider(app)
+        provider.sort_keys = False  # as the app has it: records keep their documented order
+        return provider.response(value).get_data()
+
+
+def karibu_body(app, value) -> bytes:
+    with app.app_context():
+        response = jsonify(value)
+        assert response.mimetype == "application/json"
+        return response.get_data()
+
+
+@pytest.mark.parametrize("value", [
+    {"z": 1, "a": {"y": [1, 2.5, None, True], "b": "Zoë 🎓 \"quoted\" \\ \n\t\x01"}},
+    {"amount": Decimal("50000.00"), "when": datetime(2026, 11, 26, 3, 4, 5, tzinfo=timezone.utc),
+     "id": uuid.UUID("12345678-1234-5678-1234-567812345678"), "money": Money(Decimal("1.50"), "RWF")},
+    {1: "int key", None: "null key"},
+    ["\ud800 lone surrogate"],  # orjson refuses it: Flask's encoder writes it as before
+    {"big": 2 ** 70},
+])
+def test_bodies_mean_the_same_as_flask_s_encoder(app, value):
+    ours, flask_s = karibu_body(app, value), flask_body(app, value)
+    assert json.loads(ours) == json.loads(flask_s)
+    assert json.dumps(json.loads(ours)) == json.dumps(json.loads(flask_s))  # the same key order
+    assert ours.endswith(b"\n")
+
+
+def test_record_order_and_non_ascii_text_reach_the_partner(api_get, factory, tenant: Tenant):
+    factory.application(tenant.institution, program=tenant.program, cycle=tenant.cycle, first_name="Zoë",
+                        last_name="Müller-Ngabo 🎓")
+    response = api_get(tenant, "/api/v1/applications")
+    assert response.status_code == 200
+    assert "Müller-Ngabo 🎓".encode() in response.data  # UTF-8, not \\u escapes
+    body = json.loads(response.data)
+    assert list(body) == ["code", "has_next", "data"]
+    record = body["data"][0]
+    assert list(record) == ["id", "applicant_id", "personal", "application", "payment"]
+    assert record["personal"]["last_name"] == "Müller-Ngabo 🎓"
+
+
+def test_debug_output_stays_readable(app):
+    app.debug = True
+    try:
+        assert karibu_body(app, {"a": 1}) == b'{\n  "a": 1\n}\n'
+    finally:
+        app.debug = False
