@@ -187,15 +187,22 @@ def _check_issuer(scope: InstitutionScope, position: Position) -> None:
 
 
 def _keyset_after(scope: InstitutionScope, position: Position, *columns, descending: bool = False):
-    """`(columns) > position` (`<` when descending): the rows after the cursor in this order."""
+    """`(columns) > position` (`<` when descending): the rows after the cursor in this order. The position's
+    values are the named parameters of `_after_parameters`."""
     _check_issuer(scope, position)
-    after = tuple_(*columns) < tuple_(*position.values) if descending else tuple_(*columns) > tuple_(*position.values)
+    bound = tuple(bindparam(name, value, type_=column.type)
+                  for (name, value), column in zip(_after_parameters(position).items(), columns))
+    after = tuple_(*columns) < tuple_(*bound) if descending else tuple_(*columns) > tuple_(*bound)
     if len(columns) < 3:
         return after
     # Keys from two tables (name: the applicant's text and id, then the application id): the same bound on the
     # first table's keys alone is what its index can start from; without it the walk starts at the beginning.
-    leading, values = tuple_(*columns[:-1]), tuple_(*position.values[:-1])
+    leading, values = tuple_(*columns[:-1]), tuple_(*bound[:-1])
     return and_(leading <= values if descending else leading >= values, after)
+
+
+def _after_parameters(position: Position) -> dict[str, Any]:
+    return {f"list_after_{number}": value for number, value in enumerate(position.values)}
 
 
 def text_parameter(args: Mapping[str, str], name: str) -> str | None:
@@ -348,7 +355,7 @@ def pipeline_stage(scope: InstitutionScope, value: str) -> str:
     raise bad_parameter("stage", f"stage must be one of your pipeline's stage ids: {', '.join(stages)}")
 
 
-def _search_condition(scope: InstitutionScope, q: str, applicant_joined: bool):
+def _search_condition(scope: InstitutionScope, values: Mapping[str, Any], applicant_joined: bool):
     """Applicant text (name, full name, email; folded, so case and accents do not matter) or the id.
 
     With the applicant already joined (the record select) the text is matched on that row, which lets
@@ -357,19 +364,82 @@ def _search_condition(scope: InstitutionScope, q: str, applicant_joined: bool):
     match as `applicant_id IN (…)`. An id-shaped `q` is a UNION of an id lookup and the text match, keeping
     both sides on an index (an OR across the two tables would scan).
     """
-    pattern = _like_pattern(fold(q))
+    pattern = _bound(values, "q_pattern", Applicant.search_text)
     if applicant_joined:
         text_match = Applicant.search_text.like(pattern, escape="\\")
     else:
         text_match = Application.applicant_id.in_(
             scope.select(Applicant, Applicant.id).where(Applicant.search_text.like(pattern, escape="\\")))
-    if not _APPLICATION_ID_SHAPE.match(q):
+    if "q_id" not in values:
         return text_match
-    by_id = select(Application.id).where(Application.id == q)
+    by_id = select(Application.id).where(Application.id == _bound(values, "q_id", Application.id))
     matching_applicants = scope.select(Applicant, Applicant.id).where(
         Applicant.search_text.like(pattern, escape="\\"))
     by_text = select(Application.id).where(Application.applicant_id.in_(matching_applicants))
     return Application.id.in_(by_id.union_all(by_text))
+
+
+def filter_values(scope: InstitutionScope, filters: Mapping[str, Any]) -> dict[str, Any]:
+    """The values the list filters bind, by name: cycle and program ids checked against this institution, the
+    stage resolved in its pipeline, the search text as a LIKE pattern (and as an id when it is shaped like one).
+
+    Raises InvalidInput when `cycle` or `program` names nothing of this institution (a foreign id included).
+    Which names are present is the statement's shape; the values change nothing of its text.
+    """
+    values: dict[str, Any] = {}
+    if "cycle" in filters:
+        values["cycle_ids"] = _referenced_ids(scope, Cycle, "cycle", filters["cycle"])
+    if "program" in filters:
+        values["program_ids"] = _referenced_ids(scope, Program, "program", filters["program"])
+    for name in DATE_FILTERS:
+        if name in filters:
+            values[name] = filters[name]
+    if "stage" in filters:
+        values["stage"] = pipeline_stage(scope, filters["stage"])
+    for name in ("decision", "enrolled", "paid"):
+        if name in filters:
+            values[name] = filters[name]
+    if "q" in filters:
+        values["q_pattern"] = _like_pattern(fold(filters["q"]))
+        if _APPLICATION_ID_SHAPE.match(filters["q"]):
+            values["q_id"] = filters["q"]
+    return values
+
+
+_PARAMETER_PREFIX = "list_"
+
+
+def _bound(values: Mapping[str, Any], name: str, column, expanding: bool = False):
+    """Filter value `name` as the named parameter `list_<name>`. A statement kept for reuse is run with each
+    request's values under the same names (see `_page_statement`)."""
+    return bindparam(_PARAMETER_PREFIX + name, values[name], type_=column.type, expanding=expanding)
+
+
+# Each filter value's condition on the applications, in the order they are applied.
+_CONDITIONS = {
+    "cycle_ids": lambda values: Application.cycle_id.in_(_bound(values, "cycle_ids", Application.cycle_id, True)),
+    "program_ids": lambda values: Application.program_id.in_(
+        _bound(values, "program_ids", Application.program_id, True)),
+    "submitted_after": lambda values: Application.submitted_at >= _bound(
+        values, "submitted_after", Application.submitted_at),
+    "submitted_before": lambda values: Application.submitted_at < _bound(
+        values, "submitted_before", Application.submitted_at),
+    "updated_since": lambda values: Application.updated_at >= _bound(values, "updated_since", Application.updated_at),
+    "stage": lambda values: Application.stage == _bound(values, "stage", Application.stage),
+    "decision": lambda values: Application.decision == _bound(values, "decision", Application.decision),
+    "enrolled": lambda values: Application.enrolled == _bound(values, "enrolled", Application.enrolled),
+    "paid": lambda values: Application.paid == _bound(values, "paid", Application.paid),
+}
+
+
+def _filtered(scope: InstitutionScope, values: Mapping[str, Any], statement: Select | None = None) -> Select:
+    """`statement` (default: the record select) with the conditions of `filter_values`' values."""
+    applicant_joined = statement is None
+    statement = application_select(scope) if statement is None else statement
+    conditions = [condition(values) for name, condition in _CONDITIONS.items() if name in values]
+    if "q_pattern" in values:
+        conditions += [_search_condition(scope, values, applicant_joined), not_erased(scope)]
+    return statement.where(*conditions) if conditions else statement
 
 
 def filtered_applications(scope: InstitutionScope, filters: Mapping[str, Any], statement: Select | None = None):
@@ -377,29 +447,7 @@ def filtered_applications(scope: InstitutionScope, filters: Mapping[str, Any], s
 
     Raises InvalidInput when `cycle` or `program` names nothing of this institution (a foreign id included).
     """
-    applicant_joined = statement is None
-    statement = application_select(scope) if statement is None else statement
-    if "cycle" in filters:
-        statement = statement.where(
-            Application.cycle_id.in_(_referenced_ids(scope, Cycle, "cycle", filters["cycle"])))
-    if "program" in filters:
-        statement = statement.where(
-            Application.program_id.in_(_referenced_ids(scope, Program, "program", filters["program"])))
-    if "submitted_after" in filters:
-        statement = statement.where(Application.submitted_at >= filters["submitted_after"])
-    if "submitted_before" in filters:
-        statement = statement.where(Application.submitted_at < filters["submitted_before"])
-    if "updated_since" in filters:
-        statement = statement.where(Application.updated_at >= filters["updated_since"])
-    if "stage" in filters:
-        statement = statement.where(Application.stage == pipeline_stage(scope, filters["stage"]))
-    for name in ("decision", "enrolled", "paid"):
-        if name in filters:
-            statement = statement.where(getattr(Application, name) == filters[name])
-    if "q" in filters:
-        statement = statement.where(_search_condition(scope, filters["q"], applicant_joined),
-                                    not_erased(scope))
-    return statement
+    return _filtered(scope, filter_values(scope, filters), statement)
 
 
 def not_erased(scope: InstitutionScope):
@@ -459,23 +507,57 @@ def fetch_application_page(scope: InstitutionScope, query: ApplicationQuery) -> 
     repeated between pages. `stage` follows the institution's pipeline (newest submission first within a
     stage), one index range per stage, so it needs no sort of the whole set either.
     """
-    statement = filtered_applications(scope, query.filters)
+    values = filter_values(scope, query.filters)
     if "q" in query.filters and db.session.get_bind().dialect.name == "postgresql":
         _plan_search_for_buffer_cache()
     sort = query.sort
     if sort.key == "stage":
-        rows = _rows_by_stage(scope, query, statement)
+        rows = _rows_by_stage(scope, query, _filtered(scope, values))
     else:
-        if sort.key == "name":
-            # The applicant's own institution condition lets its (institution, search_text, id) index give the
-            # order, joined to each applicant's applications.
-            statement = statement.add_columns(Applicant.search_text.label("sort_name")).where(scope.owns(Applicant))
-        columns = _order_columns(sort)
+        parameters = {_PARAMETER_PREFIX + name: value for name, value in values.items()}
         if query.after is not None:
-            statement = statement.where(_keyset_after(scope, query.after, *columns, descending=sort.descending))
-        statement = statement.order_by(*(column.desc() if sort.descending else column for column in columns))
-        rows = list(db.session.execute(statement.limit(page_limit(query.limit + 1))))
+            _check_issuer(scope, query.after)
+            parameters.update(_after_parameters(query.after))
+        shape = (scope, tuple(values), sort, query.after is not None, query.limit)
+        statement = _page_statement(shape, lambda: _ordered_page(scope, values, query))
+        rows = list(db.session.execute(statement, parameters))
     return _page(rows, query.limit, scope, query.fingerprint, _row_position(sort))
+
+
+def _ordered_page(scope: InstitutionScope, values: Mapping[str, Any], query: ApplicationQuery) -> Select:
+    """The page statement of a sort other than `stage`: filters, cursor condition, order, limit + 1 rows."""
+    statement = _filtered(scope, values)
+    sort = query.sort
+    if sort.key == "name":
+        # The applicant's own institution condition lets its (institution, search_text, id) index give the
+        # order, joined to each applicant's applications.
+        statement = statement.add_columns(Applicant.search_text.label("sort_name")).where(scope.owns(Applicant))
+    columns = _order_columns(sort)
+    if query.after is not None:
+        statement = statement.where(_keyset_after(scope, query.after, *columns, descending=sort.descending))
+    statement = statement.order_by(*(column.desc() if sort.descending else column for column in columns))
+    return statement.limit(page_limit(query.limit + 1))
+
+
+# Page statements already built, by shape: institution, which filters, sort, whether a cursor, limit.
+_PAGE_STATEMENTS: dict[tuple, Select] = {}
+_PAGE_STATEMENTS_KEPT = 512
+
+
+def _page_statement(shape: tuple, build) -> Select:
+    """The statement of this shape, built once and run again with each request's values (every value of a
+    page statement is a named parameter, `list_…`, given at execution), or built now.
+
+    Building the record select with its filters and generating its cache key cost SQLAlchemy more than the
+    rest of the query's execution (0.1 and 0.2 ms of a list request's 3.3 ms of Python here); a statement
+    object run again has both already. At most `_PAGE_STATEMENTS_KEPT` are kept (then the lot is forgotten).
+    """
+    statement = _PAGE_STATEMENTS.get(shape)
+    if statement is None:
+        if len(_PAGE_STATEMENTS) >= _PAGE_STATEMENTS_KEPT:
+            _PAGE_STATEMENTS.clear()
+        statement = _PAGE_STATEMENTS[shape] = build()
+    return statement
 
 
 def _rows_by_stage(scope: InstitutionScope, query: ApplicationQuery, statement: Select) -> list:

@@ -11,7 +11,7 @@ import pytest
 from flask import jsonify
 from flask.json.provider import DefaultJSONProvider
 
-from tests.read_side.conftest import Tenant, api_get, tenant  # noqa: F401 (fixtures)
+from tests.read_side.conftest import Tenant
 
 
 @dataclass
