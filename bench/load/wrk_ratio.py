@@ -6,6 +6,8 @@ each driven by wrk with 32 keep-alive connections for `--duration` seconds:
 
 - list: `GET /api/v1/applications?limit=50` with a live key of the bench database's biggest institution;
 - verification: `POST /api/v1/verifications` with the public trial key (a demo record);
+- floor: `GET /api/v1/verifications/issuers` with the live key: authentication, the rate limit, the audit row
+  and Flask, and no query of its own, so its ratio is the most any API endpoint can reach under those rules;
 - baseline: `GET /` of the baseline app.
 
 Prints req/s, p50 and p99 per run and min/median/max with the ratio to the baseline of the same run, and the
@@ -33,6 +35,7 @@ from bench.load.common import (  # noqa: E402
 )
 
 LIST_PATH = "/api/v1/applications?limit=50"
+FLOOR_PATH = "/api/v1/verifications/issuers"
 _UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
 
 
@@ -115,6 +118,8 @@ def main() -> None:
                         wrk(url, options.warmup, options.connections, trial, verification_body)
                         measured["verification"] = wrk(url, options.duration, options.connections, trial,
                                                        verification_body)
+                        wrk(base + FLOOR_PATH, options.warmup, options.connections, live)
+                        measured["floor"] = wrk(base + FLOOR_PATH, options.duration, options.connections, live)
                 measured["load"] = load_average()
                 results.setdefault((label, name), []).append(measured)
                 print(f"run {run} {label:10s} {name:10s} " + "  ".join(
@@ -127,7 +132,7 @@ def main() -> None:
         baseline = [m["list"]["rps"] for m in results[(label, "baseline")]]
         print(f"{label:10s} baseline                {spread(baseline)} req/s")
         for name, _ in trees:
-            for what in ("list", "verification"):
+            for what in ("list", "verification", "floor"):
                 runs = [m[what] for m in results[(label, name)]]
                 ratios = [m["rps"] / b for m, b in zip(runs, baseline)]
                 print(f"{label:10s} {name:10s} {what:12s} {spread([m['rps'] for m in runs])} req/s, "
