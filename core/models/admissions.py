@@ -5,7 +5,7 @@ from datetime import date, datetime
 from decimal import Decimal
 
 from sqlalchemy import (
-    Boolean, Column, Date, DateTime, ForeignKey, Index, Integer, Numeric, String, Table, UniqueConstraint,
+    Boolean, Column, Date, DateTime, ForeignKey, Index, Integer, Numeric, String, Table, UniqueConstraint, text,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -61,7 +61,12 @@ class Stage(Base):
 
 class Applicant(Base):
     __tablename__ = "applicants"
-    __table_args__ = (Index("ix_applicants_inst_search_text", "institution_id", "search_text", "id"),)
+    __table_args__ = (
+        Index("ix_applicants_inst_search_text", "institution_id", "search_text", "id"),
+        # Erased applicants only (few): what search and exports leave out, found without a scan.
+        Index("ix_applicants_inst_erased", "institution_id", "id", postgresql_where=text("erased_at IS NOT NULL"),
+              sqlite_where=text("erased_at IS NOT NULL")),
+    )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=lambda: new_id("apl"))
     institution_id: Mapped[str] = mapped_column(ForeignKey("institutions.id"), index=True)

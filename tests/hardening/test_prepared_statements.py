@@ -1,6 +1,6 @@
 """Queries that every request repeats are planned once per connection on PostgreSQL, and ending read-only
 transactions with COMMIT (which keeps psycopg's prepared statements) never keeps a write that was meant to be
-rolled back."""
+rolled back; the search's "leave out erased applicants" condition has an index of its own."""
 from __future__ import annotations
 
 import pytest
@@ -73,3 +73,22 @@ def test_a_failed_transaction_is_rolled_back_and_the_connection_stays_usable(app
             db.session.execute(text("SELECT 1 / 0"))
         db.session.rollback()
         assert db.session.scalar(select(Institution.id).where(Institution.id == institution.id)) == institution.id
+
+
+def test_leaving_out_erased_applicants_reads_only_the_erased(app, factory):
+    """Search and exports leave out erased applicants (`not_erased`): the partial index of migration 0018 answers
+    that from the erased rows alone. Without it, PostgreSQL read every applicant of a million on each search
+    page (150 of 200 ms). Sequential scans are switched off so the plan shows which index serves the condition
+    on a table this small."""
+    from core.listing import filtered_applications
+    from core.scoping import InstitutionScope
+
+    institution = factory.institution()
+    factory.application(institution)
+    with app.app_context():
+        statement = filtered_applications(InstitutionScope(institution.id), {"q": "uwase"})
+        compiled = statement.compile(db.engine, compile_kwargs={"literal_binds": True})
+        db.session.execute(text("SET LOCAL enable_seqscan = off"))
+        plan = "\n".join(row[0] for row in db.session.execute(text(f"EXPLAIN {compiled}")))
+        db.session.rollback()
+    assert "ix_applicants_inst_erased" in plan, plan
