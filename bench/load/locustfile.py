@@ -69,6 +69,8 @@ class Client(HttpUser):
         if PORTAL_COOKIE:
             name, _, value = PORTAL_COOKIE.partition("=")
             self.client.cookies.set(name, value)
+        if not _seen_applications:
+            self.list_applications()  # Karibu's ids and stages for `patch`, before any user sends one
 
     @task(4)
     def list_applications(self) -> None:
@@ -91,6 +93,7 @@ class Client(HttpUser):
 
     @task(1)
     def patch(self) -> None:
+        # The baseline app lists no records: it gets a made-up id, which it answers like any other.
         application_id, stage = random.choice(_seen_applications or [("app_x", "applied")])
         self.client.patch("/api/v1/applications/update", headers=self.api, name="patch",
                           json={"updates": [{"id": application_id, "stage": stage}]})

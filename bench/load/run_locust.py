@@ -73,9 +73,13 @@ def run_locust(base: str, options, env_extra: dict[str, str]) -> dict[str, dict]
             env={**__import__("os").environ, **env_extra}, check=False, capture_output=True, text=True)
         with open(prefix + "_stats.csv", newline="") as stats:
             rows = {row["Name"]: row for row in csv.DictReader(stats)}
-    return {name: {"rps": float(row["Requests/s"]), "p50": float(row["50%"]), "p99": float(row["99%"]),
-                   "failures": int(row["Failure Count"]), "requests": int(row["Request Count"])}
-            for name, row in rows.items() if name in ENDPOINTS or name == "Aggregated"}
+        with open(prefix + "_failures.csv", newline="") as failures:
+            reasons = [f"{row['Name']}: {row['Error']} ({row['Occurrences']}×)" for row in csv.DictReader(failures)]
+    measured = {name: {"rps": float(row["Requests/s"]), "p50": float(row["50%"]), "p99": float(row["99%"]),
+                       "failures": int(row["Failure Count"]), "requests": int(row["Request Count"])}
+                for name, row in rows.items() if name in ENDPOINTS or name == "Aggregated"}
+    measured["Aggregated"]["reasons"] = reasons
+    return measured
 
 
 def main() -> None:
@@ -113,6 +117,8 @@ def main() -> None:
             results["karibu"].append(run_locust(base, options, {**env_extra, "KARIBU_LOAD_PORTAL_COOKIE": cookie}))
         print(f"run {run}: baseline {results['baseline'][-1]['Aggregated']['rps']:.0f} req/s, "
               f"Karibu {results['karibu'][-1]['Aggregated']['rps']:.0f} req/s, load {load_average()}", flush=True)
+        for reason in results["karibu"][-1]["Aggregated"]["reasons"]:
+            print(f"  failed: {reason}")
 
     print("\nper endpoint, min / median / max over the runs (locust's p50/p99 are rounded to 2 significant digits)")
     print(f"{'endpoint':18s} {'Karibu req/s':>20s} {'p50 ms':>16s} {'p99 ms':>18s} {'failures':>9s}   "
