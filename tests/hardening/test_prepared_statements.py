@@ -3,6 +3,8 @@ transactions with COMMIT (which keeps psycopg's prepared statements) never keeps
 rolled back; the search's "leave out erased applicants" condition has an index of its own."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from sqlalchemy import func, select, text
 
@@ -41,8 +43,11 @@ def test_the_list_query_is_planned_once_per_connection_not_on_every_request(app,
     assert plans, "the list statement was never prepared"
     # The limit (2 and the look-ahead row) is in the text: with `LIMIT $n` PostgreSQL's generic plan must guess
     # the row count, loses to a fresh plan on a large table, and the query is planned on every request.
-    assert all(statement.rstrip().endswith("LIMIT 3") for statement, _, _ in plans), plans
-    assert any(generic > 0 for _, generic, _ in plans), f"planned on every request: {plans}"
+    # (Pooled connections may also hold statements of earlier tests, with other limits.)
+    assert not any(re.search(r"LIMIT \$\d+", statement) for statement, _, _ in plans), plans
+    ours = [(statement, generic) for statement, generic, _ in plans if statement.rstrip().endswith("LIMIT 3")]
+    assert ours, plans
+    assert any(generic > 0 for _, generic in ours), f"planned on every request: {ours}"
 
 
 def test_a_transaction_that_wrote_is_still_rolled_back(app, factory):
@@ -78,17 +83,22 @@ def test_a_failed_transaction_is_rolled_back_and_the_connection_stays_usable(app
 def test_leaving_out_erased_applicants_reads_only_the_erased(app, factory):
     """Search and exports leave out erased applicants (`not_erased`): the partial index of migration 0018 answers
     that from the erased rows alone. Without it, PostgreSQL read every applicant of a million on each search
-    page (150 of 200 ms). Sequential scans are switched off so the plan shows which index serves the condition
-    on a table this small."""
+    page (150 of 200 ms), or at best every applicant of the institution through its institution index."""
     from core.listing import filtered_applications
     from core.scoping import InstitutionScope
 
     institution = factory.institution()
     factory.application(institution)
     with app.app_context():
+        # Enough applicants (none erased) that reading them all costs more than the erased ones' index.
+        db.session.execute(text(
+            "INSERT INTO applicants (id, institution_id, first_name, last_name, email, search_text, created_at) "
+            "SELECT 'apl_plan' || n, :institution, 'Plan', 'Test', 'plan' || n || '@example.rw', "
+            "'plan test plan' || n || '@example.rw', now() FROM generate_series(1, 5000) AS n"),
+            {"institution": institution.id})
+        db.session.execute(text("ANALYZE applicants"))
         statement = filtered_applications(InstitutionScope(institution.id), {"q": "uwase"})
         compiled = statement.compile(db.engine, compile_kwargs={"literal_binds": True})
-        db.session.execute(text("SET LOCAL enable_seqscan = off"))
         plan = "\n".join(row[0] for row in db.session.execute(text(f"EXPLAIN {compiled}")))
         db.session.rollback()
     assert "ix_applicants_inst_erased" in plan, plan
