@@ -379,7 +379,7 @@ def _search_condition(scope: InstitutionScope, values: Mapping[str, Any], applic
     return Application.id.in_(by_id.union_all(by_text))
 
 
-def filter_values(scope: InstitutionScope, filters: Mapping[str, Any]) -> dict[str, Any]:
+def _filter_values(scope: InstitutionScope, filters: Mapping[str, Any]) -> dict[str, Any]:
     """The values the list filters bind, by name: cycle and program ids checked against this institution, the
     stage resolved in its pipeline, the search text as a LIKE pattern (and as an id when it is shaped like one).
 
@@ -433,7 +433,7 @@ _CONDITIONS = {
 
 
 def _filtered(scope: InstitutionScope, values: Mapping[str, Any], statement: Select | None = None) -> Select:
-    """`statement` (default: the record select) with the conditions of `filter_values`' values."""
+    """`statement` (default: the record select) with the conditions of `_filter_values`' values."""
     applicant_joined = statement is None
     statement = application_select(scope) if statement is None else statement
     conditions = [condition(values) for name, condition in _CONDITIONS.items() if name in values]
@@ -447,7 +447,7 @@ def filtered_applications(scope: InstitutionScope, filters: Mapping[str, Any], s
 
     Raises InvalidInput when `cycle` or `program` names nothing of this institution (a foreign id included).
     """
-    return _filtered(scope, filter_values(scope, filters), statement)
+    return _filtered(scope, _filter_values(scope, filters), statement)
 
 
 def not_erased(scope: InstitutionScope):
@@ -507,7 +507,7 @@ def fetch_application_page(scope: InstitutionScope, query: ApplicationQuery) -> 
     repeated between pages. `stage` follows the institution's pipeline (newest submission first within a
     stage), one index range per stage, so it needs no sort of the whole set either.
     """
-    values = filter_values(scope, query.filters)
+    values = _filter_values(scope, query.filters)
     if "q" in query.filters and db.session.get_bind().dialect.name == "postgresql":
         _plan_search_for_buffer_cache()
     sort = query.sort
