@@ -19,7 +19,7 @@ from api.callbacks import CALLBACKS_PREFIX, callbacks_bp
 from api.errors import handle_api_exception
 from api.json_provider import OrjsonProvider
 from cli import COMMANDS
-from core.audit import record_request, redact_path
+from core.audit.recording import record_request, redact_path
 from core.config import INSTANCE_DIR, ConfigurationError, Settings, check_startup_settings
 from core.extensions import DeferredMigrate, babel, csrf, db, limiter, login_manager
 from core.i18n import compile_catalogues
@@ -81,7 +81,7 @@ def register_audit(app: Flask) -> None:
     """The one writer of audit rows: after each request that declared an `AuditEntry` in `g.audit`.
 
     The API and the callbacks declare one for every request, the portal and public pages in the views that
-    act (see core/audit.py). Path parameters named like secrets (`<token>`, …) never reach the row.
+    act (see core/audit/recording.py). Path parameters named like secrets (`<token>`, …) never reach the row.
     """
     @app.before_request
     def start_clock():

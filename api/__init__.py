@@ -6,7 +6,7 @@ from flask import Blueprint, current_app, g, jsonify, request
 from api.auth import add_rate_limit_headers, authenticate_request, enforce_edge_gate
 from api.openapi import openapi_json_bytes
 from api.parameters import reject_unknown_query_parameters
-from core.audit import AuditEntry
+from core.audit.recording import AuditEntry
 from core.extensions import limiter
 from core.institutions import describe_institution
 

@@ -5,16 +5,16 @@ from flask import Response, g, jsonify, request
 
 from api import bp
 from api.pages import csv_response, page_response
-from core.csv_export import CONTENT_TYPE as CSV_CONTENT_TYPE
-from core.csv_export import export_applications_csv
-from core.listing import (
+from core.applications.csv_export import CONTENT_TYPE as CSV_CONTENT_TYPE
+from core.applications.csv_export import export_applications_csv
+from core.applications.listing import (
     fetch_application_page, fetch_applications_by_id, parse_application_query, parse_export_query, parse_format,
     parse_ids,
 )
 from core.models import utcnow
-from core.ndjson_export import CONTENT_TYPE as NDJSON_CONTENT_TYPE
-from core.ndjson_export import export_applications_ndjson
-from core.partner_records import RECORD_COLUMNS, application_record, record_values
+from core.applications.ndjson_export import CONTENT_TYPE as NDJSON_CONTENT_TYPE
+from core.applications.ndjson_export import export_applications_ndjson
+from core.applications.records import RECORD_COLUMNS, application_record, record_values
 
 EXPORTS = {"csv": (export_applications_csv, CSV_CONTENT_TYPE),
            "ndjson": (export_applications_ndjson, NDJSON_CONTENT_TYPE)}

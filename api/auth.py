@@ -16,7 +16,7 @@ from flask import current_app, g, request
 from werkzeug.exceptions import TooManyRequests
 
 from api.rate_limits import Counter, check_and_hit, counters
-from core.auth import AuthSettings, authenticate
+from core.accounts.api_authentication import AuthSettings, authenticate
 from core.errors import Forbidden, NotAuthenticated, NotFound
 from core.scoping import InstitutionScope
 

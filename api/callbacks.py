@@ -17,9 +17,9 @@ import hmac
 from flask import Blueprint, current_app, g, jsonify, request
 
 from api.bodies import json_object, raw_body
-from core.audit import AuditEntry
+from core.audit.recording import AuditEntry
 from core.errors import InvalidInput, NotAuthenticated, ServiceUnavailable
-from core.payments import application_id_of_reference, complete_payment
+from core.applications.payments import application_id_of_reference, complete_payment
 
 CALLBACKS_PREFIX = "/callbacks"
 MPESA_SIGNATURE_HEADER = "X-Karibu-Mpesa-Signature"

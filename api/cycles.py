@@ -5,9 +5,9 @@ from flask import g, request
 
 from api import bp
 from api.pages import page_response
-from core.listing import fetch_cycle_page, parse_cycle_query, parse_format
+from core.applications.listing import fetch_cycle_page, parse_cycle_query, parse_format
 from core.models import utcnow
-from core.partner_records import CYCLE_COLUMNS, cycle_record, cycle_values
+from core.applications.records import CYCLE_COLUMNS, cycle_record, cycle_values
 
 
 @bp.get("/cycles")

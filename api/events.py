@@ -4,9 +4,9 @@ from __future__ import annotations
 from flask import g, jsonify, request
 
 from api import bp
-from core.event_feed import fetch_event_page, get_event, parse_event_query
-from core.events import envelope
-from core.listing import text_parameter
+from core.events.feed import fetch_event_page, get_event, parse_event_query
+from core.events.emission import envelope
+from core.applications.listing import text_parameter
 
 
 @bp.get("/events")

@@ -4,14 +4,14 @@ from flask import current_app, g, jsonify
 
 from api import bp
 from api.bodies import json_object
-from core import updates
-from core.history import Actor
+from core.applications import state_updates
+from core.applications.history import Actor
 
 
 @bp.patch("/applications/update")
 def update_applications():
-    parsed = updates.parse_updates(json_object())
-    outcome = updates.apply_updates(
+    parsed = state_updates.parse_updates(json_object())
+    outcome = state_updates.apply_updates(
         g.scope, parsed, actor=Actor.api(g.principal.actor),
         emit_application_updated=current_app.config["EMIT_APPLICATION_UPDATED"])
-    return jsonify(code=200, updated=outcome.updated, data=updates.records(g.scope, outcome.application_ids))
+    return jsonify(code=200, updated=outcome.updated, data=state_updates.records(g.scope, outcome.application_ids))

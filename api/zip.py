@@ -3,9 +3,9 @@
 from flask import Response, g, request
 
 from api import bp
-from core.bundles import DocumentBundle, page_applications
-from core.documents import document_storage
-from core.listing import fetch_application_page, parse_application_query
+from core.applications.document_bundles import DocumentBundle, page_applications
+from core.applications.documents import document_storage
+from core.applications.listing import fetch_application_page, parse_application_query
 from core.models.base import utcnow
 
 DEFAULT_LIMIT = 10

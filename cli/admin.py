@@ -12,10 +12,10 @@ from flask.cli import AppGroup, with_appcontext
 from core.errors import KaribuError
 from core.extensions import db
 from core.institutions import create_institution
-from core.keys import create_api_key, revoke_api_key
+from core.accounts.api_keys import create_api_key, revoke_api_key
 from core.models.identity import ROLES
 from core.scoping import InstitutionScope
-from core.users import create_user
+from core.accounts.users import create_user
 
 
 def _emit(as_json: bool, payload: dict, human: str) -> None:

@@ -6,7 +6,7 @@ import json
 import click
 from flask.cli import AppGroup
 
-from core.counts import compact_counts, verify_counts
+from core.applications.counters import compact_counts, verify_counts
 
 counts_group = AppGroup("counts", help="Application counters behind the dashboard, cycles page and list totals.")
 

@@ -12,8 +12,8 @@ import click
 from flask.cli import AppGroup, with_appcontext
 
 from cli.admin import domain_errors_as_usage
-from core.audit import record_command
-from core.privacy import erase, export_zip
+from core.audit.recording import record_command
+from core.privacy.subject_requests import erase, export_zip
 from core.scoping import InstitutionScope
 
 applicants_group = AppGroup("applicants", help="Data-subject requests: export or erase one applicant's data.")

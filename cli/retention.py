@@ -7,7 +7,7 @@ import sys
 import click
 from flask.cli import AppGroup, with_appcontext
 
-from core.retention import run_retention
+from core.privacy.retention import run_retention
 
 retention_group = AppGroup("retention", help="Delete rows older than their retention period.")
 

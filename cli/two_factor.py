@@ -7,8 +7,8 @@ import click
 from flask.cli import with_appcontext
 
 from cli.admin import domain_errors_as_usage
-from core import two_factor
-from core.audit import AuditEntry, record_command
+from core.accounts import two_factor
+from core.audit.recording import AuditEntry, record_command
 from core.scoping import InstitutionScope
 
 

@@ -48,7 +48,7 @@ class Settings(BaseModel):
     # Failed API authentications per client address; when spent, every API request from it gets 429.
     API_AUTH_FAILURE_RATE_LIMIT: str = "20/minute;200/hour"
     # Seconds an API key (and its institution's standing) is kept in each process after a lookup; at most 1,
-    # so a revoked key is refused within a second on every node (core/auth.py). 0 turns the cache off.
+    # so a revoked key is refused within a second on every node (core/accounts/api_authentication.py). 0 turns the cache off.
     API_CREDENTIAL_CACHE_SECONDS: float = 0.5
     API_MAX_BODY_BYTES: int = 1_048_576
     OIDC_ISSUER: str = ""

@@ -1,4 +1,4 @@
-"""Institutions and their stage pipeline (staff users are in `core.users`)."""
+"""Institutions and their stage pipeline (staff users are in `core.accounts.users`)."""
 from __future__ import annotations
 
 

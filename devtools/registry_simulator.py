@@ -28,7 +28,7 @@ from werkzeug.routing import Map, Rule
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
-from core.auth import authorization_token
+from core.accounts.api_authentication import authorization_token
 from core.verification.adapters.nesa import LEVELS_FROM_WIRE
 from core.verification.exam_records import ExamRecord
 from devtools import MODES

@@ -17,17 +17,17 @@ from typing import Callable
 
 from sqlalchemy import func, insert, select, text
 
-from core.documents import document_storage
+from core.applications.documents import document_storage
 from core.extensions import db, note_write
 from core.institutions import create_institution, pipeline
 from core.models import (
     Applicant, Application, Cycle, Decision, Document, Institution, Payment, Program, new_id, utcnow,
 )
-from core.passwords import hash_password
+from core.accounts.passwords import hash_password
 from core.scoping import InstitutionScope
 from devtools.pdf import simple_pdf
-from core.text import fold
-from core.users import account_in, create_user
+from core.applications.search_text import fold
+from core.accounts.users import account_in, create_user
 
 DEMO_INSTITUTION = "Demo University"
 DEMO_STAFF_EMAIL = "admin@demo-university.ac.rw"

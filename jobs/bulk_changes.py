@@ -1,7 +1,7 @@
 """RQ job: apply a bulk change to every application matching a filter (queued by the applicant list)."""
 from __future__ import annotations
 
-from core.bulk_changes import run_bulk_change
+from core.applications.matching_updates import run_bulk_change
 from core.scoping import InstitutionScope
 
 

@@ -13,7 +13,7 @@ from rq.job import Job
 
 from core.extensions import redis_connection
 from core.queue import queue
-from core.retention import run_retention
+from core.privacy.retention import run_retention
 from jobs.chains import chain_is_alive
 
 RETENTION_INTERVAL = timedelta(days=1)

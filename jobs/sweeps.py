@@ -21,7 +21,7 @@ from rq import SimpleWorker, get_current_job
 from rq.job import Job
 
 from core.config import settings
-from core.counts import compact_counts
+from core.applications.counters import compact_counts
 from core.extensions import db, redis_connection
 from core.messages.sweep import sweep_due_messages
 from core.queue import queue

@@ -7,10 +7,10 @@ from flask import flash, g, redirect, session, url_for
 from flask_babel import gettext as _
 from flask_login import current_user, logout_user
 
-from core.audit_trail import AuditFilters, audit_page
+from core.audit.browsing import AuditFilters, audit_page
 from core.errors import InvalidInput, NotFound
-from core.staff_sessions import end_all_sessions, end_session, live_sessions
-from core.users import change_password
+from core.accounts.sessions import end_all_sessions, end_session, live_sessions
+from core.accounts.users import change_password
 from portal import bp
 from portal.auth import complete_sign_in
 from portal.forms import ActionForm, ChangePasswordForm, submitted

@@ -9,10 +9,10 @@ from flask import flash, g, redirect, request, url_for
 from flask_babel import format_number, gettext as _, lazy_gettext as _l, ngettext
 from flask_login import current_user
 
-from core.bulk_changes import get_bulk_change, start_bulk_change
+from core.applications.matching_updates import get_bulk_change, start_bulk_change
 from core.errors import InvalidInput
-from core.listing import Sort
-from core.saved_views import delete_view, list_views, save_view
+from core.applications.listing import Sort
+from core.accounts.saved_views import delete_view, list_views, save_view
 from portal import bp
 from portal.forms import ActionForm, BulkMatchingForm, SavedViewForm, submitted
 from portal.rendering import is_partial_request, render_page

@@ -1,11 +1,11 @@
 """The applicant file's timeline: one list, oldest first, of everything that happened to an application
-(core.applicant_file builds it from the rows; this module names each kind of entry and who did it)."""
+(core.applications.applicant_file builds it from the rows; this module names each kind of entry and who did it)."""
 from __future__ import annotations
 
 from flask import g
 from flask_babel import lazy_gettext
 
-from core.applicant_file import ApplicantFile, TimelineEntry, applicant_file
+from core.applications.applicant_file import ApplicantFile, TimelineEntry, applicant_file
 from core.institutions import pipeline as stage_pipeline
 from portal.forms import ResendMessageForm
 from portal.rendering import render_page

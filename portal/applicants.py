@@ -8,21 +8,21 @@ from flask import Response, current_app, flash, g, redirect, request, send_file,
 from flask_babel import gettext as _
 from flask_babel import lazy_gettext, ngettext
 
-from core.applicant_file import applicant_file, application_document
-from core.csv_export import export_applications_csv
-from core.documents import attachment_disposition, document_storage, served_content_type
+from core.applications.applicant_file import applicant_file, application_document
+from core.applications.csv_export import export_applications_csv
+from core.applications.documents import attachment_disposition, document_storage, served_content_type
 from core.errors import InvalidInput, NotFound
 from core.institutions import pipeline as stage_pipeline
-from core.listing import (
+from core.applications.listing import (
     count_applications, fetch_application_page, fetch_applications_by_id, parse_application_query,
 )
 from core.models import utcnow
 from core.models.admissions import DECISIONS
-from core.overview import cycles, programs
-from core.partner_records import application_record
-from core.updates import MAX_UPDATES, apply_updates, check_updates, parse_updates, send_decision
-from core.xlsx_export import CONTENT_TYPE as XLSX_CONTENT_TYPE
-from core.xlsx_export import export_applications_xlsx
+from core.applications.overview import cycles, programs
+from core.applications.records import application_record
+from core.applications.state_updates import MAX_UPDATES, apply_updates, check_updates, parse_updates, send_decision
+from core.applications.xlsx_export import CONTENT_TYPE as XLSX_CONTENT_TYPE
+from core.applications.xlsx_export import export_applications_xlsx
 from portal import bp
 from portal.applicant_list import (
     COLUMNS, COUNT_CAP, DEFAULT_SORT, SORT_CHOICES, Filters, ListState, count_is_capped, list_url_from, match_count_text,
@@ -309,7 +309,7 @@ def applicants_export():
 @staff_required
 def applicants_export_xlsx():
     """Every application matching the current filters as an Excel workbook with typed cells, written in
-    constant memory to a temporary file and streamed from it (core.xlsx_export)."""
+    constant memory to a temporary file and streamed from it (core.applications.xlsx_export)."""
     filters, query = _export_filters()
     export = export_applications_xlsx(g.scope, query.filters)
     audit("applicants.export_xlsx", urlencode(filters.as_args()) or "all")

@@ -7,7 +7,7 @@ from datetime import timezone
 from flask import g, request, url_for
 from flask_babel import lazy_gettext as _l
 
-from core.audit_trail import OUTCOMES, SOURCES, AuditFilters, audit_page, parse_audit_filters
+from core.audit.browsing import OUTCOMES, SOURCES, AuditFilters, audit_page, parse_audit_filters
 from core.errors import InvalidInput
 from portal import bp
 from portal.forms import labelled

@@ -5,10 +5,10 @@ holds however many addresses a guesser uses. It is keyed on the email as typed (
 account has it, and the throttled page is the same for every email, so the lockout tells nobody whether an
 account exists.
 
-Accounts are per institution (core.users). When one email and password open accounts at several institutions,
+Accounts are per institution (core.accounts.users). When one email and password open accounts at several institutions,
 a second step lists those institutions: only someone who knows the password sees it.
 
-Every signed-in browser has a server-side record (core.staff_sessions), named in the signed session cookie and
+Every signed-in browser has a server-side record (core.accounts.sessions), named in the signed session cookie and
 checked on every request (portal.security), so ending the record signs that browser out for good.
 """
 from __future__ import annotations
@@ -21,16 +21,16 @@ from flask_babel import get_locale
 from flask_babel import gettext as _
 from flask_login import current_user, login_user, logout_user
 
-from core import two_factor
-from core.account_links import (
+from core.accounts import two_factor
+from core.accounts.links import (
     LinkNotValid, accept_invitation, open_invitation, open_reset, request_password_reset, reset_password,
 )
 from core.errors import InvalidInput
 from core.extensions import db, limiter
 from core.messages.addresses import valid_email
 from core.models import User
-from core.staff_sessions import end_session, start_session
-from core.users import check_credentials, load_active_user, normalise_email, record_sign_in
+from core.accounts.sessions import end_session, start_session
+from core.accounts.users import check_credentials, load_active_user, normalise_email, record_sign_in
 from portal import bp
 from portal.forms import ActionForm, ChooseAccountForm, ForgotPasswordForm, LoginForm, SetPasswordForm, submitted
 from portal.pending_sign_in import start_pending_sign_in

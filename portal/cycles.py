@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from flask import g
 
-from core.overview import cycle_summaries
+from core.applications.overview import cycle_summaries
 from portal import bp
 from portal.rendering import render_page
 from portal.security import staff_required

@@ -4,8 +4,8 @@ from __future__ import annotations
 from flask import g, redirect, request, url_for
 
 from core.models import Cycle
-from core.overview import current_cycle, cycles
-from core.overview import dashboard as dashboard_figures
+from core.applications.overview import current_cycle, cycles
+from core.applications.overview import dashboard as dashboard_figures
 from portal import bp
 from portal.charts import daily_chart, fill_days
 from portal.rendering import render_page

@@ -84,7 +84,7 @@ _PASSWORD_HINT = _l("At least 12 characters; not a common password; not your ema
 
 
 class SetPasswordForm(FlaskForm):
-    """Choose a password: from an invitation or a reset link (the rules are core.passwords')."""
+    """Choose a password: from an invitation or a reset link (the rules are core.accounts.passwords')."""
     password = PasswordField(_l("New password"), description=_PASSWORD_HINT,
                              validators=[DataRequired(_l("Enter a password.")), Length(max=200)])
     confirm = PasswordField(_l("New password again"), validators=[
@@ -113,7 +113,7 @@ class BulkUpdateForm(FlaskForm):
 
 
 class ApplicationStateForm(FlaskForm):
-    """Stage and decision of one application, edited in place on its file (checked by core.updates)."""
+    """Stage and decision of one application, edited in place on its file (checked by core.applications.state_updates)."""
     stage = SelectField(_l("Stage"), validate_choice=False)
     decision = SelectField(_l("Decision"), validate_choice=False)
 
@@ -134,7 +134,7 @@ class SavedViewForm(FlaskForm):
 
 
 class RoleForm(FlaskForm):
-    role = StringField(filters=[_strip])  # checked by core.users.set_role
+    role = StringField(filters=[_strip])  # checked by core.accounts.users.set_role
 
 
 class ActiveForm(FlaskForm):

@@ -5,7 +5,7 @@ from flask import g, request
 from flask_login import current_user
 
 from core.i18n import DEFAULT_LANGUAGE, LANGUAGES, supported_language
-from core.preferences import user_language
+from core.accounts.preferences import user_language
 
 
 def select_locale() -> str:

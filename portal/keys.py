@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from flask import flash, g, redirect, url_for
 from flask_babel import gettext as _
 
-from core.keys import create_api_key, list_api_keys, revoke_api_key
+from core.accounts.api_keys import create_api_key, list_api_keys, revoke_api_key
 from core.models import ApiKey
 from portal import bp
 from portal.forms import ActionForm, ApiKeyForm, submitted

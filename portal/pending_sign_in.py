@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from flask import session
 
-from core.users import load_active_user
+from core.accounts.users import load_active_user
 
 PENDING_KEY = "two_factor_pending"
 # Time to open the authenticator app and type a code, or to scan the QR code of a forced enrolment.

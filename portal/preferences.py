@@ -10,7 +10,7 @@ from flask_login import current_user
 
 from core.errors import InvalidInput
 from core.i18n import STAFF_LANGUAGES
-from core.preferences import (
+from core.accounts.preferences import (
     chosen_time_zone, country_time_zone, set_time_zone, set_user_language, time_zone_names, user_language,
 )
 from portal import bp

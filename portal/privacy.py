@@ -4,10 +4,10 @@ from __future__ import annotations
 from flask import Response, flash, g, redirect, stream_with_context, url_for
 from flask_login import current_user
 
-from core.applicant_file import applicant_file
-from core.audit import AuditEntry
+from core.applications.applicant_file import applicant_file
+from core.audit.recording import AuditEntry
 from core.errors import Conflict, InvalidInput
-from core.privacy import awaiting_answer, collect, erase, export_zip, find_applicant
+from core.privacy.subject_requests import awaiting_answer, collect, erase, export_zip, find_applicant
 from portal import bp
 from portal.forms import DataErasureForm, DataExportForm
 from portal.rendering import render_page

@@ -7,9 +7,9 @@ from flask_wtf import FlaskForm
 from wtforms import SelectField, StringField
 from wtforms.validators import AnyOf, DataRequired, Length
 
-from core.applying import ApplicantFields, active_institution, open_cycles, submit_application
-from core.audit import AuditEntry
-from core.decisions import ANSWERABLE_DECISIONS, RESPONSES, decision_for_token, record_decision_response
+from core.applications.applying import ApplicantFields, active_institution, open_cycles, submit_application
+from core.audit.recording import AuditEntry
+from core.applications.decision_answers import ANSWERABLE_DECISIONS, RESPONSES, decision_for_token, record_decision_response
 from core.errors import Conflict, InvalidInput
 from core.extensions import limiter
 from core.i18n import LANGUAGES

@@ -15,7 +15,7 @@ from flask_login import current_user
 from markupsafe import Markup
 
 from core.institutions import institution_name
-from core.preferences import time_zone_of, zone_info
+from core.accounts.preferences import time_zone_of, zone_info
 from core.scoping import InstitutionScope
 from core.timefmt import isoformat_z, parse_utc
 

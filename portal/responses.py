@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from flask import flash, g, redirect, url_for
 
-from core.applicant_file import applicant_file
-from core.decisions import record_decision_response_by_staff
+from core.applications.applicant_file import applicant_file
+from core.applications.decision_answers import record_decision_response_by_staff
 from core.errors import InvalidInput, NotFound
 from portal import bp
 from portal.applicant_timeline import DECISION_LABELS

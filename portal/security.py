@@ -9,13 +9,13 @@ from flask import Flask, g, redirect, request, session, url_for
 from flask_login import current_user, login_required
 from htmx_flask import Htmx
 
-from core.audit import AuditEntry
+from core.audit.recording import AuditEntry
 from core.errors import Forbidden
 from core.extensions import login_manager
-from core.history import Actor
+from core.applications.history import Actor
 from core.scoping import InstitutionScope
-from core.staff_sessions import live_session
-from core.users import load_active_user
+from core.accounts.sessions import live_session
+from core.accounts.users import load_active_user
 
 # The key of the signed session cookie that names the browser's server-side session record.
 SESSION_RECORD_KEY = "staff_session"

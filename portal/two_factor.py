@@ -10,7 +10,7 @@ from flask import current_app, flash, g, redirect, request, session, url_for
 from flask_babel import gettext
 from flask_login import current_user
 
-from core import two_factor
+from core.accounts import two_factor
 from core.extensions import limiter
 from core.scoping import InstitutionScope
 from portal import bp

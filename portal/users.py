@@ -10,10 +10,10 @@ from flask_babel import get_locale
 from flask_babel import gettext as _
 from flask_login import current_user
 
-from core.account_links import invite, pending_invitations, resend_invitation, revoke_invitation
+from core.accounts.links import invite, pending_invitations, resend_invitation, revoke_invitation
 from core.errors import InvalidInput, KaribuError
 from core.models import utcnow
-from core.users import list_users, set_active, set_role
+from core.accounts.users import list_users, set_active, set_role
 from portal import bp
 from portal.forms import ActionForm, ActiveForm, NewUserForm, RoleForm, submitted
 from portal.rendering import is_partial_request, render_page

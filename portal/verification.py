@@ -9,8 +9,8 @@ from flask import Response, current_app, g, request, stream_with_context, url_fo
 from flask_babel import gettext as _
 from flask_login import current_user
 
-from core.applicant_checks import record_check
-from core.auth import Principal
+from core.applications.credential_checks import record_check
+from core.accounts.api_authentication import Principal
 from core.errors import KaribuError, problem
 from core.extensions import limiter
 from core.models import Application

@@ -7,11 +7,11 @@ from decimal import Decimal
 
 from core.extensions import db
 from core.institutions import create_institution, pipeline
-from core.keys import create_api_key
+from core.accounts.api_keys import create_api_key
 from core.models import Applicant, Application, Cycle, Payment, Program, utcnow
 from core.scoping import InstitutionScope
-from core.text import applicant_search_text
-from core.users import create_user
+from core.applications.search_text import applicant_search_text
+from core.accounts.users import create_user
 
 _counter = itertools.count(1)
 

@@ -48,9 +48,9 @@ def attach_documents(env: dict, institution_id: str, storage_dir: Path, big_mb: 
     from sqlalchemy import delete
     from werkzeug.datastructures import MultiDict
 
-    from core.documents import DocumentStorage
+    from core.applications.documents import DocumentStorage
     from core.extensions import db
-    from core.listing import fetch_application_page, parse_application_query
+    from core.applications.listing import fetch_application_page, parse_application_query
     from core.models.documents import Document
     from core.scoping import InstitutionScope
     from wsgi import create_app
@@ -91,8 +91,8 @@ def attach_documents(env: dict, institution_id: str, storage_dir: Path, big_mb: 
 
 def zip_in_process(storage_dir: Path, paths: list[Path]) -> tuple[int, float]:
     """The server's own work for the big page (plan + zip), without HTTP."""
-    from core.bundles import BundleApplication, BundleDocument, DocumentBundle
-    from core.documents import DocumentStorage
+    from core.applications.document_bundles import BundleApplication, BundleDocument, DocumentBundle
+    from core.applications.documents import DocumentStorage
     from core.models.base import utcnow
 
     applications = [

@@ -89,11 +89,11 @@ def main() -> None:
 def run(args, database_url: str) -> None:
     from flask_migrate import upgrade
 
-    from core.event_feed import parse_event_query
+    from core.events.feed import parse_event_query
     from core.extensions import db
     from core.institutions import create_institution
-    from core.keys import create_api_key
-    from core.listing import encode_cursor
+    from core.accounts.api_keys import create_api_key
+    from core.applications.listing import encode_cursor
     from core.scoping import InstitutionScope
     from wsgi import create_app
 
@@ -176,7 +176,7 @@ def run(args, database_url: str) -> None:
     print(f"    of which the feed query: {summary(empty_query)}")
     print(f"  GET /institution (floor): {summary(baseline)}  <- authentication, rate limit, audit row")
     print(f"  load average: {' '.join(f'{value:.1f}' for value in os.getloadavg())} on {os.cpu_count()} CPUs")
-    from core.event_feed import _OLDEST_RUNNING_TRANSACTION
+    from core.events.feed import _OLDEST_RUNNING_TRANSACTION
 
     statement = ("EXPLAIN (ANALYZE, BUFFERS) SELECT * FROM events WHERE institution_id = :i "
                  f"AND xact_id < {_OLDEST_RUNNING_TRANSACTION.name} "

@@ -77,7 +77,7 @@ def seed(app, applications: int) -> tuple[str, list[str]]:
 
     from core.extensions import db
     from core.institutions import create_institution
-    from core.keys import create_api_key
+    from core.accounts.api_keys import create_api_key
     from core.models import Applicant, Application, Cycle, Program, new_id, utcnow
     from core.scoping import InstitutionScope
     with app.app_context():

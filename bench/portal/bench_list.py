@@ -51,8 +51,8 @@ def deep_cursors() -> tuple[dict[str, tuple[str, str]], str]:
     from sqlalchemy import text
 
     from core.extensions import db
-    from core.listing import _next_cursor, parse_application_query
-    from core.overview import current_cycle
+    from core.applications.listing import _next_cursor, parse_application_query
+    from core.applications.overview import current_cycle
     from core.scoping import InstitutionScope
     from portal.applicant_list import DEFAULT_SORT
     from wsgi import create_app

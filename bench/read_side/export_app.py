@@ -1,6 +1,6 @@
 """WSGI entry of the export benchmark: the Karibu app plus `GET /bench/export.csv`.
 
-The route streams `core.csv_export.export_applications_csv` for the caller's institution and the list
+The route streams `core.applications.csv_export.export_applications_csv` for the caller's institution and the list
 filters in the query string, exactly as the portal's "export all" does, behind the API's key check. It
 exists only in this benchmark process (gunicorn `export_app:app` with `--pythonpath bench/read_side`).
 """
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from flask import Response, request
 
-from core.auth import AuthSettings, authenticate
-from core.csv_export import CONTENT_TYPE, export_applications_csv
-from core.listing import parse_application_query
+from core.accounts.api_authentication import AuthSettings, authenticate
+from core.applications.csv_export import CONTENT_TYPE, export_applications_csv
+from core.applications.listing import parse_application_query
 from core.scoping import InstitutionScope
 from wsgi import create_app
 

@@ -45,7 +45,7 @@ def main() -> None:
     import redis
     from flask_migrate import upgrade
 
-    from core import events
+    from core.events import emission
     from core.extensions import db
     from core.institutions import create_institution
     from core.scoping import InstitutionScope
@@ -67,7 +67,7 @@ def main() -> None:
             time.sleep(3)  # let the worker start and go idle
             latencies = []
             for _ in range(args.samples):
-                event = events.emit_webhook_test(InstitutionScope(institution.id))
+                event = emission.emit_webhook_test(InstitutionScope(institution.id))
                 committed_at = time.time()
                 db.session.commit()
                 [arrival] = receiver.collect(1, timeout=30)

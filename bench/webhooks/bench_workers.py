@@ -166,14 +166,14 @@ def bare_loop(receiver: ReceiverProcess, delay_ms: int, count: int) -> float:
 
 def emit(institution_id: str, count: int) -> None:
     """`count` test events for the institution, 250 per commit (each commit queues the usual wake-up)."""
-    from core import events
+    from core.events import emission
     from core.extensions import db
     from core.scoping import InstitutionScope
 
     scope = InstitutionScope(institution_id)
     for start in range(0, count, 250):
         for _ in range(min(250, count - start)):
-            events.emit_webhook_test(scope)
+            emission.emit_webhook_test(scope)
         db.session.commit()
 
 

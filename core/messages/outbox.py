@@ -13,7 +13,7 @@ from markupsafe import escape
 from sqlalchemy import insert, select
 
 from core.config import settings
-from core.decisions import ANSWERABLE_DECISIONS, decision_response_tokens
+from core.applications.decision_answers import ANSWERABLE_DECISIONS, decision_response_tokens
 from core.extensions import db, note_write
 from core.i18n import DEFAULT_LANGUAGE, supported_language
 from core.messages.addresses import address_of, header_safe, valid_email, valid_international_phone

@@ -78,10 +78,10 @@ class Applicant(Base):
     date_of_birth: Mapped[date | None] = mapped_column(Date, nullable=True)
     # Language the applicant reads (en, fr, sw), chosen when applying; None: the institution's default.
     language: Mapped[str | None] = mapped_column(String(8), nullable=True)
-    # Lower-cased, accent-free "first last email": what search matches against (see core.text).
+    # Lower-cased, accent-free "first last email": what search matches against (see core.applications.search_text).
     search_text: Mapped[str] = mapped_column(String(500), default="")
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
-    # Set when the person's data was erased on their request (core.privacy): the row is a tombstone.
+    # Set when the person's data was erased on their request (core.privacy.subject_requests): the row is a tombstone.
     erased_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
 
 
@@ -103,7 +103,7 @@ class Application(Base):
     stage: Mapped[str] = mapped_column(String(64))
     decision: Mapped[str] = mapped_column(String(16), default=DECISION_NONE)
     enrolled: Mapped[bool] = mapped_column(Boolean, default=False)
-    # Kept in step with the payments table by core.payments: lets `paid` filter without a join.
+    # Kept in step with the payments table by core.applications.payments: lets `paid` filter without a join.
     paid: Mapped[bool] = mapped_column(Boolean, default=False)
     amount: Mapped[Decimal] = mapped_column(Numeric(12, 2), default=Decimal("0"))
     currency: Mapped[str] = mapped_column(String(3), default="RWF")

@@ -3,7 +3,7 @@
 The rows are deltas: database triggers on `applications` (migration 0007) append one row per changed
 combination of counted values in the same transaction as the write, so the counters can never drift from
 the table whichever code path writes it (ORM, bulk UPDATE, COPY). A count is the SUM of its rows;
-`core.counts.compact_counts` folds the deltas into one row per combination from time to time.
+`core.applications.counters.compact_counts` folds the deltas into one row per combination from time to time.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Document metadata; the bytes live in content-addressed storage (core.documents)."""
+"""Document metadata; the bytes live in content-addressed storage (core.applications.documents)."""
 from __future__ import annotations
 
 from datetime import datetime

@@ -1,6 +1,6 @@
 """The event outbox: every event is written in the same transaction as the change that caused it.
 
-`seq` and `xact_id` give the events feed its order (see core/event_feed.py). Both are set by the database
+`seq` and `xact_id` give the events feed its order (see core/events/feed.py). Both are set by the database
 at insert: `seq` from a sequence (a trigger on SQLite), `xact_id` the id of the writing transaction on
 PostgreSQL (`pg_current_xact_id()`), 0 on SQLite, where writes are serialised.
 """

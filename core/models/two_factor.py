@@ -26,7 +26,7 @@ class TwoFactorCredential(Base):
 
 
 class RecoveryCode(Base):
-    """One single-use recovery code, stored as the SHA-256 of the code (80 random bits, see core/two_factor)."""
+    """One single-use recovery code, stored as the SHA-256 of the code (80 random bits, see core/accounts/two_factor)."""
     __tablename__ = "two_factor_recovery_codes"
     __table_args__ = (Index("ix_two_factor_recovery_codes_user", "user_id", "code_hash", unique=True),)
 

@@ -12,7 +12,7 @@ from decimal import Decimal
 from sqlalchemy import select
 
 from core.errors import InvalidInput
-from core.events import (
+from core.events.emission import (
     emit_application_submitted,
     emit_application_updated,
     emit_decision_responded,

@@ -8,7 +8,7 @@ from datetime import datetime
 from sqlalchemy import select
 
 from core.errors import Conflict, InvalidInput
-from core.events import emit_webhook_test, event_body
+from core.events.emission import emit_webhook_test, event_body
 from core.extensions import db
 from core.models import Event
 from core.models.webhooks import DELIVERY_STATUSES, WebhookAttempt, WebhookDelivery

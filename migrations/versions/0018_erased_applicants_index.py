@@ -3,7 +3,7 @@
 Revision ID: 0018_erased_applicants
 Revises: 0014_saved_views
 
-`not_erased` (core/listing.py) is `applicant_id NOT IN (the institution's applicants WHERE erased_at IS NOT
+`not_erased` (core/applications/listing.py) is `applicant_id NOT IN (the institution's applicants WHERE erased_at IS NOT
 NULL)`. Without an index on `erased_at` PostgreSQL read the whole applicants table for it on every search
 page: 150 of a search's 200 ms at a million applicants. The index holds only erased applicants (few), so it
 is tiny and the lookup is immediate.

@@ -12,7 +12,7 @@ from sqlalchemy import select
 from core.extensions import db
 from core.models import User
 from core.models.accounts import StaffSession
-from core.passwords import verify_password
+from core.accounts.passwords import verify_password
 from tests.accounts.conftest import audit_rows, deliver, emails_to, form_token, link_path
 from tests.portal.conftest import PASSWORD, csrf_token, sign_in
 

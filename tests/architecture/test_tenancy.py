@@ -21,12 +21,17 @@ from pathlib import Path
 import pytest
 from werkzeug.datastructures import MultiDict
 
-from core import applicant_checks, applicant_file, applying, audit_trail, bundles, counts, csv_export, decisions, keys
-from core import account_links, bulk_changes, event_feed, saved_views
-from core import institutions, listing, overview, updates, users
-from core.documents import document_storage
+from core import institutions
+from core.accounts import api_keys, links, saved_views, users
+from core.applications import (
+    applicant_file, applying, counters, credential_checks, csv_export, decision_answers, document_bundles, listing,
+    matching_updates, overview, state_updates,
+)
+from core.audit import browsing
+from core.events import feed
+from core.applications.documents import document_storage
 from core.errors import InvalidInput, NotFound
-from core.history import Actor
+from core.applications.history import Actor
 from core.extensions import db
 from core.models import (
     ApiKey, Applicant, ApplicantCheck, Application, AuditLog, Base, BulkChange, Cycle, Decision, Document, Event,
@@ -153,7 +158,7 @@ def populate(tag: str, issuer: str) -> Rows:
     db.session.add(delivery)
     db.session.commit()
     user = users.create_user(scope, f"staff.{tag}@example.rw", "correct-horse-1", role="admin")
-    key, _ = keys.create_api_key(scope, name=tag)
+    key, _ = api_keys.create_api_key(scope, name=tag)
     invitation = StaffInvitation(institution_id=institution.id, email=f"invitee.{tag}@example.rw", role="staff",
                                  token_hash=f"{tag:0<64}", invited_by=user.id, expires_at=now + timedelta(days=3))
     db.session.add(invitation)
@@ -271,8 +276,8 @@ def institutions_describe(scope, own, target):
 
 @probe(Stage)
 def updates_stage(scope, own, target):
-    batch = updates.parse_updates({"updates": [{"id": own.application_id, "stage": target.stage_key}]})
-    return reached(lambda: updates.apply_updates(scope, batch, actor=STAFF, emit_application_updated=False))
+    batch = state_updates.parse_updates({"updates": [{"id": own.application_id, "stage": target.stage_key}]})
+    return reached(lambda: state_updates.apply_updates(scope, batch, actor=STAFF, emit_application_updated=False))
 
 
 @probe(Stage, Application)
@@ -314,7 +319,7 @@ def listing_by_id(scope, own, target):
 @probe(Application)
 def updates_records(scope, own, target):
     try:
-        return [record["id"] for record in updates.records(scope, [target.application_id])] == [
+        return [record["id"] for record in state_updates.records(scope, [target.application_id])] == [
             target.application_id]
     except KeyError:  # callers pass only ids that apply_updates accepted; a foreign one is simply not there
         return False
@@ -322,8 +327,8 @@ def updates_records(scope, own, target):
 
 @probe(Application, Decision)
 def updates_apply(scope, own, target):
-    batch = updates.parse_updates({"updates": [{"id": target.application_id, "decision": "rejected"}]})
-    return reached(lambda: updates.apply_updates(scope, batch, actor=STAFF, emit_application_updated=False))
+    batch = state_updates.parse_updates({"updates": [{"id": target.application_id, "decision": "rejected"}]})
+    return reached(lambda: state_updates.apply_updates(scope, batch, actor=STAFF, emit_application_updated=False))
 
 
 @probe(Application)
@@ -334,18 +339,18 @@ def csv_export_applications(scope, own, target):
 
 @probe(Application)
 def applicant_checks_record(scope, own, target):
-    return reached(lambda: applicant_checks.record_check(
+    return reached(lambda: credential_checks.record_check(
         scope, target.application_id, issuer="NESA", level="A", answer={"result": "authentic"}, actor="test"))
 
 
 @probe(ApplicantCheck)
 def applicant_checks_for(scope, own, target):
-    return target.check_id in {check.id for check in applicant_checks.checks_for(scope, target.application_id)}
+    return target.check_id in {check.id for check in credential_checks.checks_for(scope, target.application_id)}
 
 
 @probe(Decision)
 def decisions_response_by_staff(scope, own, target):
-    return reached(lambda: decisions.record_decision_response_by_staff(scope, target.decision_id, "accepted",
+    return reached(lambda: decision_answers.record_decision_response_by_staff(scope, target.decision_id, "accepted",
                                                                             STAFF))
 
 
@@ -356,13 +361,13 @@ def applicant_file_document(scope, own, target):
 
 @probe(Document)
 def bundles_page(scope, own, target):
-    [bundle] = bundles.page_applications(scope, [target.application_id])
+    [bundle] = document_bundles.page_applications(scope, [target.application_id])
     return target.document_id in {document.id for document in bundle.documents}
 
 
 @probe(AuditLog)
 def audit_trail_page(scope, own, target):
-    return target.audit_id in {row.id for row in audit_trail.audit_page(scope, audit_trail.AuditFilters()).rows}
+    return target.audit_id in {row.id for row in browsing.audit_page(scope, browsing.AuditFilters()).rows}
 
 
 @probe(User)
@@ -387,18 +392,18 @@ def users_account_in(scope, own, target):
 
 @probe(StaffInvitation)
 def invitations_pending(scope, own, target):
-    return target.invitation_id in {invitation.id for invitation in account_links.pending_invitations(scope)}
+    return target.invitation_id in {invitation.id for invitation in links.pending_invitations(scope)}
 
 
 @probe(StaffInvitation)
 def invitations_resend(scope, own, target):
     inviter = db.session.get(User, own.user_id)
-    return reached(lambda: account_links.resend_invitation(scope, target.invitation_id, inviter))
+    return reached(lambda: links.resend_invitation(scope, target.invitation_id, inviter))
 
 
 @probe(StaffInvitation)
 def invitations_revoke(scope, own, target):
-    return reached(lambda: account_links.revoke_invitation(scope, target.invitation_id))
+    return reached(lambda: links.revoke_invitation(scope, target.invitation_id))
 
 
 @probe(StaffInvitation)
@@ -406,19 +411,19 @@ def invitations_invite_the_same_address(scope, own, target):
     """Inviting the address another institution invited makes an invitation of our own; theirs is untouched."""
     inviter = db.session.get(User, own.user_id)
     before = db.session.get(StaffInvitation, target.invitation_id).token_hash
-    mine = account_links.invite(scope, f"invitee.{target.tag}@example.rw", "staff", inviter)
+    mine = links.invite(scope, f"invitee.{target.tag}@example.rw", "staff", inviter)
     db.session.expire_all()
     return mine.id == target.invitation_id or db.session.get(StaffInvitation, target.invitation_id).token_hash != before
 
 
 @probe(ApiKey)
 def keys_list(scope, own, target):
-    return target.key_id in {key.id for key in keys.list_api_keys(scope)}
+    return target.key_id in {key.id for key in api_keys.list_api_keys(scope)}
 
 
 @probe(ApiKey)
 def keys_revoke(scope, own, target):
-    return reached(lambda: keys.revoke_api_key(target.key_id, scope=scope))
+    return reached(lambda: api_keys.revoke_api_key(target.key_id, scope=scope))
 
 
 @probe(VerificationCharge)
@@ -446,22 +451,22 @@ def webhooks_rotate_secret(scope, own, target):
 
 @probe(ApplicationCount)
 def counts_of_a_cycle(scope, own, target):
-    return counts.cycle_counts(scope, target.cycle_id).total > 0
+    return counters.cycle_counts(scope, target.cycle_id).total > 0
 
 
 @probe(ApplicationCount)
 def counts_per_cycle_and_program(scope, own, target):
-    return (target.cycle_id, target.program_id) in counts.per_cycle_and_program(scope)
+    return (target.cycle_id, target.program_id) in counters.per_cycle_and_program(scope)
 
 
 @probe(ApplicationCount)
 def counts_by_dimensions(scope, own, target):
-    return counts.count_by_dimensions(scope, {"cycle_ids": [target.cycle_id]}) > 0
+    return counters.count_by_dimensions(scope, {"cycle_ids": [target.cycle_id]}) > 0
 
 
 @probe(ApplicationDayCount)
 def counts_per_day(scope, own, target):
-    return bool(counts.per_day(scope, target.cycle_id))
+    return bool(counters.per_day(scope, target.cycle_id))
 
 
 @probe(Message)
@@ -491,13 +496,13 @@ def messages_resend(scope, own, target):
 
 @probe(Event)
 def events_feed_page(scope, own, target):
-    page = event_feed.fetch_event_page(scope, event_feed.parse_event_query(MultiDict()), None)
+    page = feed.fetch_event_page(scope, feed.parse_event_query(MultiDict()), None)
     return target.event_id in {row.id for row in page.rows}
 
 
 @probe(Event)
 def events_feed_get(scope, own, target):
-    return reached(lambda: event_feed.get_event(scope, target.event_id))
+    return reached(lambda: feed.get_event(scope, target.event_id))
 
 
 @probe(WebhookDelivery)
@@ -539,17 +544,17 @@ def saved_views_get(scope, own, target):
 
 @probe(BulkChange)
 def bulk_changes_get(scope, own, target):
-    return reached(lambda: bulk_changes.get_bulk_change(scope, target.bulk_change_id))
+    return reached(lambda: matching_updates.get_bulk_change(scope, target.bulk_change_id))
 
 
 @probe(BulkChange)
 def bulk_changes_run(scope, own, target):
-    return reached(lambda: bulk_changes.run_bulk_change(scope, target.bulk_change_id))
+    return reached(lambda: matching_updates.run_bulk_change(scope, target.bulk_change_id))
 
 
 @probe(Cycle, Application)
 def bulk_changes_start(scope, own, target):
-    return reached(lambda: bulk_changes.start_bulk_change(
+    return reached(lambda: matching_updates.start_bulk_change(
         scope, "test", {"cycle": target.cycle_id}, {"decision": "accepted"}).total == 1)
 
 

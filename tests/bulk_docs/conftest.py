@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pytest
 from sqlalchemy import select
 
-from core.documents import DocumentStorage
+from core.applications.documents import DocumentStorage
 from core.extensions import db
 from core.models import Application, Decision, Document, Event
 from devtools.pdf import simple_pdf

@@ -8,7 +8,7 @@ from datetime import datetime
 
 import pytest
 
-from core.bundles import (
+from core.applications.document_bundles import (
     MANIFEST_NAME,
     READ_CHUNK_BYTES,
     BundleApplication,

@@ -3,7 +3,7 @@ import hashlib
 
 import pytest
 
-from core.documents import DocumentStorage
+from core.applications.documents import DocumentStorage
 
 
 @pytest.fixture

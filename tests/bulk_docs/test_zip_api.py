@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from core.documents import DocumentStorage
+from core.applications.documents import DocumentStorage
 from tests.bulk_docs.conftest import make_school
 from tests.conftest import auth_header
 from tests.openapi_check import assert_conforms

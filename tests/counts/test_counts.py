@@ -8,7 +8,7 @@ import re
 import pytest
 from sqlalchemy import func, select, text
 
-from core.counts import compact_counts
+from core.applications.counters import compact_counts
 from core.extensions import db
 from core.models import Application
 from tests.conftest import auth_header

@@ -10,12 +10,12 @@ from dataclasses import dataclass
 import pytest
 from sqlalchemy import select
 
-from core.decisions import decision_response_token
+from core.applications.decision_answers import decision_response_token
 from core.extensions import db
-from core.history import Actor
+from core.applications.history import Actor
 from core.models import Decision, Message
 from core.scoping import InstitutionScope
-from core.updates import apply_updates, parse_updates
+from core.applications.state_updates import apply_updates, parse_updates
 from core.webhooks.endpoints import save_endpoint
 from core.webhooks.log import send_test_ping
 from tests.e2e.axe import assert_accessible

@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select
 
-from core.applying import ApplicantFields, submit_application
+from core.applications.applying import ApplicantFields, submit_application
 from core.errors import InvalidInput
 from core.extensions import db
 from core.models import Applicant, Application, Event, Institution, Stage, utcnow

@@ -8,10 +8,10 @@ import pytest
 from itsdangerous import URLSafeTimedSerializer
 from sqlalchemy import func, select
 
-from core.decisions import decision_response_token, record_decision_response_by_staff
+from core.applications.decision_answers import decision_response_token, record_decision_response_by_staff
 from core.errors import Conflict, NotFound
 from core.extensions import db
-from core.history import Actor
+from core.applications.history import Actor
 from core.models import Decision, Event, utcnow
 from core.scoping import InstitutionScope
 from core.timefmt import isoformat_z

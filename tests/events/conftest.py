@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from core import events
+from core.events import emission
 from core.extensions import db
 from core.models import Application
 from core.scoping import InstitutionScope
@@ -44,7 +44,7 @@ def emit(app):
         ids = []
         for _ in range(count):
             with app.app_context():
-                event = events.emit_webhook_test(InstitutionScope(institution.id))
+                event = emission.emit_webhook_test(InstitutionScope(institution.id))
                 db.session.commit()
                 ids.append(event.id)
         return ids
@@ -54,7 +54,7 @@ def emit(app):
 def submitted(app, application) -> str:
     """Emit `application.submitted` for a factory-made application; returns the event id."""
     with app.app_context():
-        event = events.emit_application_submitted(db.session.get(Application, application.id))
+        event = emission.emit_application_submitted(db.session.get(Application, application.id))
         db.session.commit()
         return event.id
 

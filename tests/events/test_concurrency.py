@@ -13,7 +13,7 @@ import time
 import pytest
 from sqlalchemy import select
 
-from core import events
+from core.events import emission
 from core.extensions import db
 from core.models import Event
 from core.scoping import InstitutionScope
@@ -35,7 +35,7 @@ def _writer(app, institution_id: str, seed: int, committed: list, failures: list
             with app.app_context():
                 written = []
                 for _ in range(rng.randint(1, 3)):
-                    written.append(events.emit_webhook_test(InstitutionScope(institution_id)))
+                    written.append(emission.emit_webhook_test(InstitutionScope(institution_id)))
                     db.session.flush()  # the row (and its sequence number) exists from here on
                     time.sleep(rng.uniform(0, 0.03))
                 if rng.random() < 0.15:
@@ -96,7 +96,7 @@ def test_events_wait_for_an_older_open_transaction_then_come_in_order(app, clien
 
     def slow_writer():
         with app.app_context():
-            event = events.emit_webhook_test(InstitutionScope(tenant.institution.id))
+            event = emission.emit_webhook_test(InstitutionScope(tenant.institution.id))
             db.session.flush()
             held.append(event.id)
             flushed.set()

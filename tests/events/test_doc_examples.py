@@ -20,11 +20,11 @@ import pytest
 import requests
 from werkzeug.serving import make_server
 
-from core import events
+from core.events import emission
 from core.extensions import db
 from core.models import Event
 from core.scoping import InstitutionScope
-from core.events import event_body
+from core.events.emission import event_body
 from core.webhooks.signing import delivery_headers, generate_secret
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -112,7 +112,7 @@ def signed_delivery(app, tenant):
     """A real event's body and headers made by Karibu's own signing code, with a fresh secret."""
     secret = generate_secret()
     with app.app_context():
-        event = events.emit_webhook_test(InstitutionScope(tenant.institution.id))
+        event = emission.emit_webhook_test(InstitutionScope(tenant.institution.id))
         db.session.commit()
         event = db.session.get(Event, event.id)
         body = event_body(event)

@@ -7,11 +7,11 @@ from datetime import datetime, timedelta
 import pytest
 from sqlalchemy import select, update
 
-from core.decisions import record_decision_response
+from core.applications.decision_answers import record_decision_response
 from core.extensions import db
 from core.models import Decision, Event
-from core.payments import complete_payment
-from core.events import event_body
+from core.applications.payments import complete_payment
+from core.events.emission import event_body
 from tests.conftest import auth_header
 from tests.events.conftest import FEED, submitted, walk
 

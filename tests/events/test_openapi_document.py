@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from core.event_feed import EVENT_TYPES
+from core.events.feed import EVENT_TYPES
 from tests.openapi_check import assert_is_event, assert_matches_component, event_schema_name
 
 OPERATION_METHODS = ("get", "put", "post", "patch", "delete")

@@ -40,7 +40,7 @@ def test_seed_demo_prints_the_documented_json_and_is_idempotent(app, client):
 
 def test_seed_demo_documents_are_real_pdfs(app):
     run_json(app, "seed-demo", "--applications", "3")
-    from core.documents import DocumentStorage
+    from core.applications.documents import DocumentStorage
     with app.app_context():
         document = db.session.scalars(select(Document)).first()
         storage = DocumentStorage(app.config["DOCUMENT_STORAGE_DIR"])

@@ -23,7 +23,7 @@ import requests
 from sqlalchemy import select
 
 from core.extensions import db
-from core.keys import revoke_api_key
+from core.accounts.api_keys import revoke_api_key
 from core.models import AuditLog
 from tests.conftest import REDIS_URL, TEST_SECRET_KEY
 

@@ -16,7 +16,7 @@ from flask.sessions import SecureCookieSessionInterface
 from core.extensions import db
 from core.models import User
 from core.secret_key import MIN_SECRET_KEY_LENGTH
-from core.staff_sessions import start_session
+from core.accounts.sessions import start_session
 from portal.security import SESSION_RECORD_KEY
 from tests.conftest import app_config
 from wsgi import create_app

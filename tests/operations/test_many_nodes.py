@@ -11,7 +11,7 @@ import pytest
 import requests
 from sqlalchemy import func, select
 
-from core.events import emit_webhook_test
+from core.events.emission import emit_webhook_test
 from core.extensions import db
 from core.models.webhooks import WebhookAttempt, WebhookDelivery
 from core.queue import enqueue

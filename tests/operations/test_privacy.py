@@ -14,10 +14,10 @@ from urllib.parse import urlsplit
 import pytest
 from sqlalchemy import func, select
 
-from core.applicant_checks import record_check
-from core.decisions import record_decision_response
-from core.documents import document_storage
-from core.events import emit_application_submitted
+from core.applications.credential_checks import record_check
+from core.applications.decision_answers import record_decision_response
+from core.applications.documents import document_storage
+from core.events.emission import emit_application_submitted
 from core.extensions import db
 from core.models import Application, AuditLog, Decision, Document, Event, Payment
 from core.models.verification import VerificationCharge

@@ -6,13 +6,13 @@ from datetime import timezone
 from babel.dates import format_datetime
 from sqlalchemy import func, select
 
-from core.applicant_checks import record_check
-from core.decisions import record_decision_response
-from core.documents import document_storage
+from core.applications.credential_checks import record_check
+from core.applications.decision_answers import record_decision_response
+from core.applications.documents import document_storage
 from core.extensions import db
 from core.models import Application, Decision, Document, Event, utcnow
 from core.models.history import ApplicationChange
-from core.preferences import time_zone_of, zone_info
+from core.accounts.preferences import time_zone_of, zone_info
 from core.scoping import InstitutionScope
 from tests.conftest import auth_header
 

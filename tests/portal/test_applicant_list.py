@@ -15,7 +15,7 @@ from core.extensions import db, redis_connection
 from core.institutions import pipeline
 from core.models import Applicant, Application, AuditLog, BulkChange, Cycle, Decision, Program
 from core.scoping import InstitutionScope
-from core.text import applicant_search_text
+from core.applications.search_text import applicant_search_text
 
 ROW_ID = re.compile(r'<tr id="row-(app_[A-Za-z0-9]+)"')
 LOAD_MORE = re.compile(r'data-load-more href="([^"]+)"')
@@ -231,8 +231,8 @@ def test_a_small_matching_set_changes_inline_and_is_audited(staff, factory, app)
 
 
 def test_each_batch_is_all_or_nothing(staff, factory, app, monkeypatch):
-    import core.bulk_changes
-    monkeypatch.setattr(core.bulk_changes, "BATCH_SIZE", 2)
+    import core.applications.matching_updates
+    monkeypatch.setattr(core.applications.matching_updates, "BATCH_SIZE", 2)
     inst = staff.institution
     program = factory.program(inst)
     cycle = factory.cycle(inst, programs=[program])

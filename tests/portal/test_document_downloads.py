@@ -7,7 +7,7 @@ from urllib.parse import unquote
 import pytest
 from sqlalchemy import select
 
-from core.documents import document_storage
+from core.applications.documents import document_storage
 from core.extensions import db
 from core.models import Document
 

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 from defusedxml import ElementTree
 
-from core.csv_export import UTF8_BOM
+from core.applications.csv_export import UTF8_BOM
 from tests.conftest import auth_header
 
 NS = {"m": "http://schemas.openxmlformats.org/spreadsheetml/2006/main"}

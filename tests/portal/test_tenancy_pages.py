@@ -58,7 +58,7 @@ def test_foreign_ids_are_refused(alpha_admin, tenants, path, status):
 def test_api_institution_describes_only_the_callers_pipeline(app, client, tenants):
     alpha, beta = tenants
     with app.app_context():
-        from core.keys import create_api_key
+        from core.accounts.api_keys import create_api_key
         from core.scoping import InstitutionScope
         _, raw_key = create_api_key(InstitutionScope(alpha.institution_id), name="probe")
     stages = {stage["id"] for stage in

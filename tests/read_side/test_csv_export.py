@@ -6,8 +6,8 @@ from decimal import Decimal
 
 import pytest
 
-from core import csv_export
-from core.csv_export import csv_cell, iter_csv
+from core.applications import csv_export
+from core.applications.csv_export import csv_cell, iter_csv
 
 COLUMNS = ["id", "personal.first_name", "personal.last_name", "application.enrolled", "payment.amount"]
 

@@ -5,7 +5,7 @@ from datetime import datetime
 
 import pytest
 
-from core.partner_records import RECORD_COLUMNS
+from core.applications.records import RECORD_COLUMNS
 from tests.read_side.conftest import parse_csv
 
 LIST = "/api/v1/applications"

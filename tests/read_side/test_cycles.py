@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from core.models import utcnow
-from core.partner_records import CYCLE_COLUMNS
+from core.applications.records import CYCLE_COLUMNS
 from tests.read_side.conftest import parse_csv, walk
 
 CYCLES = "/api/v1/cycles"

@@ -12,12 +12,12 @@ from datetime import datetime
 import pytest
 from sqlalchemy import func, insert, select, update
 
-from core import csv_export
-from core.csv_export import export_applications_csv
+from core.applications import csv_export
+from core.applications.csv_export import export_applications_csv
 from core.extensions import db
-from core.listing import parse_application_query
+from core.applications.listing import parse_application_query
 from core.models import Applicant, Application
-from core.partner_records import RECORD_COLUMNS
+from core.applications.records import RECORD_COLUMNS
 from core.scoping import InstitutionScope
 from tests.read_side.conftest import parse_csv
 

@@ -93,7 +93,7 @@ def test_revoked_key_is_refused(api_get, app, tenant, both):
     from sqlalchemy import select
 
     from core.extensions import db
-    from core.keys import revoke_api_key
+    from core.accounts.api_keys import revoke_api_key
     from core.models import ApiKey
 
     with app.app_context():

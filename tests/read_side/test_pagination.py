@@ -177,7 +177,7 @@ def test_tampered_or_garbage_cursor_is_invalid(api_get, tenant, many, make_curso
 
 
 def test_cursor_signed_with_another_secret_is_invalid(api_get, app, tenant, many):
-    from core import listing
+    from core.applications import listing
 
     with app.test_request_context():
         app.config["SECRET_KEY"], original = "another-secret", app.config["SECRET_KEY"]

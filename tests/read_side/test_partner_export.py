@@ -9,10 +9,10 @@ from datetime import datetime
 import pytest
 from sqlalchemy import select
 
-from core import ndjson_export
+from core.applications import ndjson_export
 from core.extensions import db
 from core.models import Application
-from core.privacy import erase
+from core.privacy.subject_requests import erase
 from core.scoping import InstitutionScope
 from tests.conftest import TEST_DB
 from tests.read_side.conftest import walk

@@ -17,7 +17,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from core import events
+from core.events import emission
 from core.extensions import db
 from core.scoping import InstitutionScope
 from tests.conftest import auth_header
@@ -38,7 +38,7 @@ def seeded(factory):
                             submitted_at=start + timedelta(hours=number))
     with factory.app.app_context():  # the events feed has something to show
         for _ in range(3):
-            events.emit_webhook_test(InstitutionScope(tenant.institution.id))
+            emission.emit_webhook_test(InstitutionScope(tenant.institution.id))
         db.session.commit()
     return tenant
 

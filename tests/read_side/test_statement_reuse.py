@@ -1,4 +1,4 @@
-"""A page statement is built once per shape and run again with each request's values (core/listing.py
+"""A page statement is built once per shape and run again with each request's values (core/applications/listing.py
 `_page_statement`): requests of the same shape with other values must never see the first one's values."""
 from __future__ import annotations
 

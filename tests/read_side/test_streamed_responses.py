@@ -18,7 +18,7 @@ import requests
 from sqlalchemy import event
 from werkzeug.serving import make_server
 
-from core.csv_export import export_applications_csv
+from core.applications.csv_export import export_applications_csv
 from core.extensions import db, limiter
 from core.models import VerificationCharge, utcnow
 from core.scoping import InstitutionScope

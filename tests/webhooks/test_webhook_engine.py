@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import event as sqlalchemy_event
 from sqlalchemy import func, select
 
-from core import events
+from core.events import emission
 from core.errors import Conflict, InvalidInput, NotFound
 from core.extensions import db
 from core.models import Application, Decision, Event, Payment, utcnow
@@ -37,11 +37,11 @@ def emit(app, kind: str, institution, factory=None, **fields):
     """Emit one event of `kind` the way a product path does (change + event in one commit)."""
     with app.app_context():
         if kind == "webhook.test":
-            event = events.emit_webhook_test(InstitutionScope(institution.id))
+            event = emission.emit_webhook_test(InstitutionScope(institution.id))
         elif kind.startswith("application."):
             application = db.session.get(Application, fields["application"].id)
-            event = (events.emit_application_submitted if kind.endswith("submitted")
-                     else events.emit_application_updated)(application)
+            event = (emission.emit_application_submitted if kind.endswith("submitted")
+                     else emission.emit_application_updated)(application)
         elif kind.startswith("decision."):
             application = db.session.get(Application, fields["application"].id)
             decision = Decision(institution_id=institution.id, application_id=application.id, status="accepted",
@@ -50,9 +50,9 @@ def emit(app, kind: str, institution, factory=None, **fields):
             db.session.flush()
             if kind == "decision.responded":
                 decision.response, decision.responded_at = "declined", utcnow()
-                event = events.emit_decision_responded(decision)
+                event = emission.emit_decision_responded(decision)
             else:
-                event = events.emit_decision_sent(decision)
+                event = emission.emit_decision_sent(decision)
         elif kind == "payment.completed":
             payment = Payment(institution_id=institution.id, application_id=fields.get("application_id"),
                               processor="mpesa", processor_reference=f"MPE{time.time_ns()}",
@@ -60,7 +60,7 @@ def emit(app, kind: str, institution, factory=None, **fields):
                               completed_at=utcnow())
             db.session.add(payment)
             db.session.flush()
-            event = events.emit_payment_completed(payment)
+            event = emission.emit_payment_completed(payment)
         else:
             raise AssertionError(kind)
         db.session.commit()
@@ -148,7 +148,7 @@ def test_event_and_delivery_commit_together_and_the_job_is_queued_after_commit(e
     institution = factory.institution()
     configure(engine, institution, receiver)
     with engine.app_context():
-        event = events.emit_webhook_test(InstitutionScope(institution.id))
+        event = emission.emit_webhook_test(InstitutionScope(institution.id))
         db.session.flush()
         assert queued_jobs(engine) == 0  # nothing queued before commit
         db.session.rollback()
@@ -604,7 +604,7 @@ def test_a_bulk_change_emitting_many_events_looks_the_endpoint_up_once(engine, f
         sqlalchemy_event.listen(db.engine, "before_cursor_execute", listener)
         try:
             for _ in range(50):
-                events.emit_webhook_test(InstitutionScope(institution.id))
+                emission.emit_webhook_test(InstitutionScope(institution.id))
             db.session.commit()
         finally:
             sqlalchemy_event.remove(db.engine, "before_cursor_execute", listener)

@@ -12,15 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from core.applicant_checks import checks_for
+from core.applications.credential_checks import checks_for
 from core.errors import NotFound
 from core.extensions import db
-from core.history import Actor
+from core.applications.history import Actor
 from core.messages.log import messages_of_application
 from core.models import Applicant, ApplicantCheck, Application, Decision, Document, Payment
 from core.models.history import ApplicationChange
 from core.models.messages import Message
-from core.partner_records import application_record, application_select
+from core.applications.records import application_record, application_select
 from core.scoping import InstitutionScope
 
 # Entries at the same instant are listed in this order (a decision is made, then sent, then messaged).

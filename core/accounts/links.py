@@ -6,7 +6,7 @@ conditional UPDATE (still unused, unrevoked and unexpired), so two tabs submitti
 An expired, used, revoked, unknown or malformed token is the same to the caller: `LinkNotValid`, nothing changed.
 
 Invitations never look at other institutions: inviting an address that has an account elsewhere is exactly
-like inviting a new one (accounts are per institution, see core.users).
+like inviting a new one (accounts are per institution, see core.accounts.users).
 """
 from __future__ import annotations
 
@@ -27,9 +27,9 @@ from core.messages.runtime import runtime
 from core.models import Institution, User, random_token
 from core.models.accounts import PasswordReset, StaffInvitation
 from core.models.identity import ROLES
-from core.passwords import hash_password
+from core.accounts.passwords import hash_password
 from core.scoping import InstitutionScope
-from core.users import account_in, active_accounts_with_email, check_new_password, normalise_email, set_password
+from core.accounts.users import account_in, active_accounts_with_email, check_new_password, normalise_email, set_password
 
 INVITATION_LIFETIME = timedelta(hours=72)
 RESET_LIFETIME = timedelta(hours=1)

@@ -23,8 +23,8 @@ from urllib.parse import quote, quote_plus
 
 from sqlalchemy import func, or_, select, update
 
-from core.audit import AuditEntry
-from core.documents import document_storage
+from core.audit.recording import AuditEntry
+from core.applications.documents import document_storage
 from core.errors import Conflict, InvalidInput, NotFound
 from core.extensions import db
 from core.models import (

@@ -12,7 +12,7 @@ from decimal import Decimal, InvalidOperation
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from core import events
+from core.events import emission
 from core.errors import Conflict, InvalidInput, KaribuError
 from core.extensions import db
 from core.models import Application, Payment, utcnow
@@ -153,6 +153,6 @@ def _complete(processor: str, processor_reference: str, amount: Decimal, currenc
     application.currency = payment.currency
     application.updated_at = now
     db.session.flush()
-    events.emit_payment_completed(payment)
+    emission.emit_payment_completed(payment)
     db.session.commit()
     return payment, True

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import BinaryIO, Protocol
 
-from core.documents import safe_filename
+from core.applications.documents import safe_filename
 from core.extensions import db
 from core.models.documents import Document
 from core.scoping import InstitutionScope

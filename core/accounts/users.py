@@ -13,9 +13,9 @@ from core.errors import Conflict, InvalidInput, NotFound
 from core.extensions import db
 from core.models import Institution, User, utcnow
 from core.models.identity import ROLE_ADMIN, ROLES
-from core.passwords import hash_password, password_problem, verify_against_nothing, verify_password
+from core.accounts.passwords import hash_password, password_problem, verify_against_nothing, verify_password
 from core.scoping import InstitutionScope
-from core.staff_sessions import end_all_sessions
+from core.accounts.sessions import end_all_sessions
 
 
 def normalise_email(email: str) -> str:
@@ -23,7 +23,7 @@ def normalise_email(email: str) -> str:
 
 
 def check_new_password(password: str, email: str) -> None:
-    """InvalidInput (field `password`) when the password breaks a rule of core.passwords.password_problem."""
+    """InvalidInput (field `password`) when the password breaks a rule of core.accounts.passwords.password_problem."""
     problem = password_problem(password or "", email)
     if problem:
         raise InvalidInput(problem, field="password")

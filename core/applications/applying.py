@@ -10,13 +10,13 @@ from dataclasses import dataclass
 
 from sqlalchemy import func
 
-from core import events
+from core.events import emission
 from core.errors import Conflict, InvalidInput, NotFound
 from core.extensions import db
 from core.i18n import supported_language
 from core.models import Applicant, Application, Cycle, Institution, Program, Stage, utcnow
 from core.scoping import InstitutionScope
-from core.text import applicant_search_text
+from core.applications.search_text import applicant_search_text
 
 EMAIL_PATTERN = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 # An international number: optional +, 7 to 15 digits (E.164 length), spaces and dashes ignored.
@@ -123,6 +123,6 @@ def submit_application(scope: InstitutionScope, program_id: str, cycle_id: str, 
         submitted_at=now, submitted_by_staff=submitted_by_staff, created_at=now, updated_at=now)
     db.session.add(application)
     db.session.flush()
-    events.emit_application_submitted(application)
+    emission.emit_application_submitted(application)
     db.session.commit()
     return application

@@ -1,6 +1,6 @@
 """The streaming export of every matching application as NDJSON: one API record per line.
 
-Each line is exactly the record of the list endpoint (`core.partner_records.application_record`), so a partner can
+Each line is exactly the record of the list endpoint (`core.applications.records.application_record`), so a partner can
 swap paging for the export without changing its parser. On PostgreSQL `COPY` streams the record's columns in
 its text format and `_CopyTextRecords` writes each line from them; elsewhere rows are read in batches and
 encoded here. Memory stays constant whatever the number of rows; like the CSV export it is a `StreamedExport`
@@ -18,11 +18,11 @@ from typing import Any
 from sqlalchemy import Boolean, Connection, DateTime, Numeric, Select, Text, cast
 from sqlalchemy.sql.elements import Label
 
-from core.csv_export import (
+from core.applications.csv_export import (
     STREAM_CHUNK_SIZE, StreamedExport, postgres_copy, postgres_isoformat_z, rendered_after_sorting,
 )
-from core.listing import count_exported, ordered_applications
-from core.partner_records import RECORD_COLUMNS, application_record
+from core.applications.listing import count_exported, ordered_applications
+from core.applications.records import RECORD_COLUMNS, application_record
 from core.scoping import InstitutionScope
 
 CONTENT_TYPE = "application/x-ndjson"

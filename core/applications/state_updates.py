@@ -19,14 +19,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import PydanticCustomError
 from sqlalchemy.orm import selectinload
 
-from core import events
+from core.events import emission
 from core.errors import InvalidInput, problem
 from core.extensions import db
-from core.history import Actor, record_change
+from core.applications.history import Actor, record_change
 from core.messages.outbox import queue_decision_messages
 from core.models.admissions import DECISION_NONE, DECISIONS, Application, Decision, Stage
 from core.models.base import utcnow
-from core.partner_records import application_record, application_select
+from core.applications.records import application_record, application_select
 from core.scoping import InstitutionScope
 
 MAX_UPDATES = 500
@@ -218,7 +218,7 @@ def _new_decision(application: Application) -> Decision:
 
 @dataclass(frozen=True)
 class _Change:
-    """One change made to an application, for its history (see core.history)."""
+    """One change made to an application, for its history (see core.applications.history)."""
     application: Application
     kind: str
     old_value: str | None
@@ -347,11 +347,11 @@ def apply_updates(
         record_change(change.application, actor, change.kind, change.old_value, change.new_value,
                       decision=change.decision, at=now)
     for decision in sent:
-        events.emit_decision_sent(decision)
+        emission.emit_decision_sent(decision)
     queue_decision_messages(sent)
     if emit_application_updated:
         for application in changed:
-            events.emit_application_updated(application)
+            emission.emit_application_updated(application)
     db.session.commit()
     return UpdateOutcome(application_ids=ids, updated=len(changed))
 

@@ -19,9 +19,9 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from core.csv_export import release_snapshot, snapshot_connection
-from core.listing import ordered_applications
-from core.partner_records import RECORD_COLUMNS
+from core.applications.csv_export import release_snapshot, snapshot_connection
+from core.applications.listing import ordered_applications
+from core.applications.records import RECORD_COLUMNS
 from core.scoping import InstitutionScope
 
 CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
@@ -111,7 +111,7 @@ def _write_workbook(path: str, rows) -> None:
 
 
 def _cell_writer(sheet, name: str, datetime_format, amount_format):
-    """The typed write method of one column (by its place in the record: see core.partner_records)."""
+    """The typed write method of one column (by its place in the record: see core.applications.records)."""
     if name.endswith("_at"):
         return lambda row, column, value: sheet.write_datetime(row, column, value, datetime_format)
     if name == "payment.amount":

@@ -27,7 +27,7 @@ from core.config import settings
 from core.errors import Conflict, NotFound
 from core.extensions import db
 from core.models import RecoveryCode, TwoFactorCredential, User, utcnow
-from core.passwords import verify_password
+from core.accounts.passwords import verify_password
 from core.scoping import InstitutionScope
 from core.secret_key import decrypted_or_none, derived_fernet
 

@@ -12,11 +12,11 @@ from datetime import timedelta
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 from sqlalchemy import select
 
-from core import events
+from core.events import emission
 from core.config import settings
 from core.errors import Conflict, InvalidInput, KaribuError, NotFound
 from core.extensions import db
-from core.history import Actor, record_change
+from core.applications.history import Actor, record_change
 from core.models import Decision, utcnow
 from core.scoping import InstitutionScope
 
@@ -98,7 +98,7 @@ def _record(decision_id: str, response: str, actor: Actor) -> tuple[Decision, bo
     db.session.flush()
     record_change(decision.application, actor, "decision_answered", None, response, decision=decision,
                   at=decision.responded_at)
-    events.emit_decision_responded(decision)
+    emission.emit_decision_responded(decision)
     db.session.commit()
     return decision, True
 

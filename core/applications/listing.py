@@ -31,14 +31,14 @@ from sqlalchemy import Integer, Select, and_, bindparam, func, or_, select, tupl
 from sqlalchemy.orm import selectinload
 
 from core.config import settings
-from core.counts import count_by_dimensions
+from core.applications.counters import count_by_dimensions
 from core.errors import InvalidInput
 from core.extensions import db
 from core.models import Applicant, Application, Cycle, Program, Stage
 from core.models.admissions import DECISIONS
-from core.partner_records import application_select
+from core.applications.records import application_select
 from core.scoping import InstitutionScope
-from core.text import fold
+from core.applications.search_text import fold
 from core.timefmt import parse_utc
 
 EXPORT_FORMATS = ("csv", "ndjson")

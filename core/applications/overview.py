@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from core.counts import cycle_counts, per_cycle_and_program, per_day
+from core.applications.counters import cycle_counts, per_cycle_and_program, per_day
 from core.extensions import db
 from core.institutions import pipeline
 from core.models import Cycle, Program, cycle_programs, utcnow
@@ -81,7 +81,7 @@ def programs(scope: InstitutionScope) -> list[Program]:
 def dashboard(scope: InstitutionScope, cycle: Cycle | None) -> Dashboard:
     """Counts per stage and decision, paid and enrolled totals and applications per day of one cycle.
 
-    Read from the counters (core.counts), so the cost does not grow with the number of applications.
+    Read from the counters (core.applications.counters), so the cost does not grow with the number of applications.
     """
     if cycle is None:
         return Dashboard(None, 0, 0, 0, [], [], {}, None, None)

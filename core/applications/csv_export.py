@@ -27,8 +27,8 @@ from sqlalchemy import Boolean, Connection, DateTime, Numeric, Select, String, c
 from sqlalchemy.sql.elements import Label
 
 from core.extensions import db
-from core.listing import EXPORT_ORDER, count_exported, ordered_applications
-from core.partner_records import RECORD_COLUMNS, record_values
+from core.applications.listing import EXPORT_ORDER, count_exported, ordered_applications
+from core.applications.records import RECORD_COLUMNS, record_values
 from core.scoping import InstitutionScope
 
 CONTENT_TYPE = "text/csv; charset=utf-8"

@@ -1,7 +1,7 @@
 """A stage/decision change applied to every application matching the list's filters ("select all N matching").
 
 The set is walked in application-id order, `BATCH_SIZE` rows at a time, and each batch goes through
-`core.updates.apply_updates`: the same checks as the API's PATCH and the list's bulk form, and each batch is
+`core.applications.state_updates.apply_updates`: the same checks as the API's PATCH and the list's bulk form, and each batch is
 all-or-nothing in its own transaction. A batch that fails a check (e.g. "send the decision" for rows that
 have none) is left entirely unchanged, counted in `refused` with the first reason, and the walk goes on with
 the next batch; batches already applied stay applied. Every change is idempotent (a stage already set, a
@@ -22,12 +22,12 @@ from collections.abc import Mapping
 from core.config import settings
 from core.errors import InvalidInput, ServiceUnavailable
 from core.extensions import db
-from core.history import Actor
-from core.listing import count_applications, filtered_applications, parse_application_query
+from core.applications.history import Actor
+from core.applications.listing import count_applications, filtered_applications, parse_application_query
 from core.models import Application, BulkChange, utcnow
 from core.queue import enqueue
 from core.scoping import InstitutionScope
-from core.updates import MAX_UPDATES, apply_updates, parse_updates
+from core.applications.state_updates import MAX_UPDATES, apply_updates, parse_updates
 
 BATCH_SIZE = MAX_UPDATES
 JOB_QUEUE = "default"

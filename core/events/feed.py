@@ -25,7 +25,7 @@ from sqlalchemy import literal_column, tuple_
 
 from core.errors import NotFound, problem
 from core.extensions import db
-from core.listing import (
+from core.applications.listing import (
     Page, bad_parameter, decode_cursor, encode_cursor, page_limit, parse_limit, query_fingerprint, text_parameter,
 )
 from core.models import Event

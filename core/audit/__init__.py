@@ -1,0 +1,1 @@
+"""The audit log: one row per request or command, and browsing it."""

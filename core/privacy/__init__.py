@@ -1,0 +1,1 @@
+"""Privacy: data-subject requests (export, erase) and retention of old rows."""
