@@ -21,7 +21,7 @@ from api.json_provider import OrjsonProvider
 from cli import COMMANDS
 from core.audit.recording import record_request, redact_path
 from core.config import INSTANCE_DIR, ConfigurationError, Settings, check_startup_settings
-from core.extensions import DeferredMigrate, babel, csrf, db, limiter, login_manager
+from core.db import DeferredMigrate, babel, csrf, db, limiter, login_manager
 from core.i18n import compile_catalogues
 from core.redis_faults import count_rate_limiter_faults
 from core.secret_key import resolve_secret_key

@@ -7,7 +7,7 @@ from api.auth import add_rate_limit_headers, authenticate_request, enforce_edge_
 from api.openapi import openapi_json_bytes
 from api.parameters import reject_unknown_query_parameters
 from core.audit.recording import AuditEntry
-from core.extensions import limiter
+from core.db import limiter
 from core.institutions import describe_institution
 
 API_PREFIX = "/api/v1"

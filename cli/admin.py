@@ -10,7 +10,7 @@ from flask import current_app
 from flask.cli import AppGroup, with_appcontext
 
 from core.errors import KaribuError
-from core.extensions import db
+from core.db import db
 from core.institutions import create_institution
 from core.accounts.api_keys import create_api_key, revoke_api_key
 from core.models.identity import ROLES

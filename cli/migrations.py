@@ -1,7 +1,7 @@
 """`flask db …` (Flask-Migrate) without importing Flask-Migrate and Alembic when the app starts.
 
 Web workers never run migrations, and Alembic costs each of them 11 MiB: the `db` group is resolved on first
-use, like the migration settings (`core.extensions.DeferredMigrate`).
+use, like the migration settings (`core.db.DeferredMigrate`).
 """
 from __future__ import annotations
 

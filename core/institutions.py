@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 from core.errors import InvalidInput, NotFound
-from core.extensions import db
+from core.db import db
 from core.models import Institution, Stage
 from core.scoping import InstitutionScope
 

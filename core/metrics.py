@@ -17,7 +17,7 @@ from prometheus_client import Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from sqlalchemy import func, select
 
-from core.extensions import db
+from core.db import db
 from core.models.messages import Message
 from core.models.webhooks import SENDABLE_STATUSES, WebhookDelivery
 from core.webhooks.runtime import runtime

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import event
 from sqlalchemy.orm import Session
 
-from core.extensions import db, redis_connection
+from core.db import db, redis_connection
 from core.redis_faults import record_redis_fault
 
 if TYPE_CHECKING:

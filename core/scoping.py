@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from sqlalchemy import Select, select
 
 from core.errors import NotFound
-from core.extensions import db
+from core.db import db
 from core.models import Institution
 
 

@@ -18,7 +18,7 @@ from typing import Callable
 from sqlalchemy import func, insert, select, text
 
 from core.applications.documents import document_storage
-from core.extensions import db, note_write
+from core.db import db, note_write
 from core.institutions import create_institution, pipeline
 from core.models import (
     Applicant, Application, Cycle, Decision, Document, Institution, Payment, Program, new_id, utcnow,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
-from core.extensions import redis_connection
+from core.db import redis_connection
 
 LIVE_STATUSES = frozenset({JobStatus.SCHEDULED, JobStatus.QUEUED, JobStatus.STARTED, JobStatus.DEFERRED})
 

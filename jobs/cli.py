@@ -11,7 +11,7 @@ from prometheus_client import start_http_server
 from redis.exceptions import RedisError
 
 from core.config import settings
-from core.extensions import redis_connection
+from core.db import redis_connection
 from core.queue import QUEUE_NAMES
 
 log = logging.getLogger(__name__)

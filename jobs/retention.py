@@ -11,7 +11,7 @@ from datetime import timedelta
 from rq import get_current_job
 from rq.job import Job
 
-from core.extensions import redis_connection
+from core.db import redis_connection
 from core.queue import queue
 from core.privacy.retention import run_retention
 from jobs.chains import chain_is_alive

@@ -22,7 +22,7 @@ from rq.job import Job
 
 from core.config import settings
 from core.applications.counters import compact_counts
-from core.extensions import db, redis_connection
+from core.db import db, redis_connection
 from core.messages.sweep import sweep_due_messages
 from core.queue import queue
 from core.webhooks.sweep import sweep_due_deliveries

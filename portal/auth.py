@@ -26,7 +26,7 @@ from core.accounts.links import (
     LinkNotValid, accept_invitation, open_invitation, open_reset, request_password_reset, reset_password,
 )
 from core.errors import InvalidInput
-from core.extensions import db, limiter
+from core.db import db, limiter
 from core.messages.addresses import valid_email
 from core.models import User
 from core.accounts.sessions import end_session, start_session

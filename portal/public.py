@@ -11,7 +11,7 @@ from core.applications.applying import ApplicantFields, active_institution, open
 from core.audit.recording import AuditEntry
 from core.applications.decision_answers import ANSWERABLE_DECISIONS, RESPONSES, decision_for_token, record_decision_response
 from core.errors import Conflict, InvalidInput
-from core.extensions import limiter
+from core.db import limiter
 from core.i18n import LANGUAGES
 from core.scoping import InstitutionScope
 from portal.i18n import use_language, visitor_language

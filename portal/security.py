@@ -11,7 +11,7 @@ from htmx_flask import Htmx
 
 from core.audit.recording import AuditEntry
 from core.errors import Forbidden
-from core.extensions import login_manager
+from core.db import login_manager
 from core.applications.history import Actor
 from core.scoping import InstitutionScope
 from core.accounts.sessions import live_session

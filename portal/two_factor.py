@@ -11,7 +11,7 @@ from flask_babel import gettext
 from flask_login import current_user
 
 from core.accounts import two_factor
-from core.extensions import limiter
+from core.db import limiter
 from core.scoping import InstitutionScope
 from portal import bp
 from portal.auth import complete_sign_in

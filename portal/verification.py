@@ -12,7 +12,7 @@ from flask_login import current_user
 from core.applications.credential_checks import record_check
 from core.accounts.api_authentication import Principal
 from core.errors import KaribuError, problem
-from core.extensions import limiter
+from core.db import limiter
 from core.models import Application
 from core.verification.billing import agreement_price, usage_by_month, usage_csv
 from core.verification.registries import REGISTRIES

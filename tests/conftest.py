@@ -27,7 +27,7 @@ from flask_migrate import upgrade
 from sqlalchemy import create_engine, text
 
 from core.config import normalise_database_url
-from core.extensions import db as _db
+from core.db import db as _db
 from tests.factories import Factory
 from tests.openapi_check import ErrorShapeCheckingClient
 from tests.redis_guard import GuardedRedis, mark_if_empty, refusal_message

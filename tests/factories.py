@@ -5,7 +5,7 @@ import itertools
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from core.extensions import db
+from core.db import db
 from core.institutions import create_institution, pipeline
 from core.accounts.api_keys import create_api_key
 from core.models import Applicant, Application, Cycle, Payment, Program, utcnow

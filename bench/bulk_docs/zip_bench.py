@@ -49,7 +49,7 @@ def attach_documents(env: dict, institution_id: str, storage_dir: Path, big_mb: 
     from werkzeug.datastructures import MultiDict
 
     from core.applications.documents import DocumentStorage
-    from core.extensions import db
+    from core.db import db
     from core.applications.listing import fetch_application_page, parse_application_query
     from core.models.documents import Document
     from core.scoping import InstitutionScope

@@ -90,7 +90,7 @@ def run(args, database_url: str) -> None:
     from flask_migrate import upgrade
 
     from core.events.feed import parse_event_query
-    from core.extensions import db
+    from core.db import db
     from core.institutions import create_institution
     from core.accounts.api_keys import create_api_key
     from core.applications.listing import encode_cursor

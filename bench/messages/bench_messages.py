@@ -75,7 +75,7 @@ def seed(app, applications: int) -> tuple[str, list[str]]:
     """An institution with `applications` applications; returns (live key, application ids)."""
     from sqlalchemy import insert
 
-    from core.extensions import db
+    from core.db import db
     from core.institutions import create_institution
     from core.accounts.api_keys import create_api_key
     from core.models import Applicant, Application, Cycle, Program, new_id, utcnow
@@ -139,7 +139,7 @@ def throughput(args) -> None:
     from rq import Queue, SimpleWorker
     from sqlalchemy import select
 
-    from core.extensions import db, redis_connection
+    from core.db import db, redis_connection
     from core.messages.transports import build_email
     from core.models.messages import Message
 

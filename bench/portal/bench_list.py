@@ -50,7 +50,7 @@ def deep_cursors() -> tuple[dict[str, tuple[str, str]], str]:
     """For each sort: (cursor after row 50, cursor after row DEEP_ROW), and the current cycle's id."""
     from sqlalchemy import text
 
-    from core.extensions import db
+    from core.db import db
     from core.applications.listing import _next_cursor, parse_application_query
     from core.applications.overview import current_cycle
     from core.scoping import InstitutionScope

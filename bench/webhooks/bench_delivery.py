@@ -46,7 +46,7 @@ def main() -> None:
     from flask_migrate import upgrade
 
     from core.events import emission
-    from core.extensions import db
+    from core.db import db
     from core.institutions import create_institution
     from core.scoping import InstitutionScope
     from core.webhooks.endpoints import save_endpoint

@@ -167,7 +167,7 @@ def bare_loop(receiver: ReceiverProcess, delay_ms: int, count: int) -> float:
 def emit(institution_id: str, count: int) -> None:
     """`count` test events for the institution, 250 per commit (each commit queues the usual wake-up)."""
     from core.events import emission
-    from core.extensions import db
+    from core.db import db
     from core.scoping import InstitutionScope
 
     scope = InstitutionScope(institution_id)
@@ -195,7 +195,7 @@ def release_leases() -> None:
     """Make every delivery a killed worker had leased due again (as the lapsed lease would, later)."""
     from sqlalchemy import update
 
-    from core.extensions import db
+    from core.db import db
     from core.models.webhooks import WebhookDelivery
 
     db.session.execute(update(WebhookDelivery).where(WebhookDelivery.lease_token.is_not(None))
@@ -207,7 +207,7 @@ def finish_all(receiver: ReceiverProcess) -> None:
     """Mark everything still due as delivered, so the next measurement starts from an empty queue."""
     from sqlalchemy import update
 
-    from core.extensions import db
+    from core.db import db
     from core.models.webhooks import SENDABLE_STATUSES, WebhookDelivery
 
     db.session.execute(update(WebhookDelivery).where(WebhookDelivery.status.in_(SENDABLE_STATUSES))
@@ -288,7 +288,7 @@ def main() -> None:
     import redis
     from flask_migrate import upgrade
 
-    from core.extensions import db
+    from core.db import db
     from core.institutions import create_institution
     from core.scoping import InstitutionScope
     from core.webhooks.endpoints import save_endpoint

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from core.config import settings
 from core.errors import NotAuthenticated, NotFound
-from core.extensions import db
+from core.db import db
 from core.accounts.api_keys import hash_key, looks_like_live_key
 from core.models import ApiKey, Institution, utcnow
 from core.models.identity import INSTITUTION_ACTIVE

@@ -4,7 +4,7 @@ from __future__ import annotations
 import hashlib
 import zlib
 
-from core.extensions import db
+from core.db import db
 from core.models import ApiKey, utcnow
 from core.models.base import random_token
 from core.errors import NotFound

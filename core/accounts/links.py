@@ -20,7 +20,7 @@ from sqlalchemy.exc import IntegrityError
 
 from core.config import settings
 from core.errors import Conflict, InvalidInput, NotFound
-from core.extensions import db
+from core.db import db
 from core.messages.addresses import valid_email
 from core.messages.outbox import queue_staff_email
 from core.messages.runtime import runtime

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo, available_timezones
 from sqlalchemy import func
 
 from core.errors import InvalidInput, NotFound
-from core.extensions import db
+from core.db import db
 from core.i18n import DEFAULT_LANGUAGE, STAFF_LANGUAGES
 from core.models import Program, User
 from core.scoping import InstitutionScope

@@ -9,7 +9,7 @@ from __future__ import annotations
 from sqlalchemy.exc import IntegrityError
 
 from core.errors import InvalidInput, NotFound
-from core.extensions import db
+from core.db import db
 from core.models import SavedView
 from core.scoping import InstitutionScope
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from sqlalchemy import select, update
 
-from core.extensions import db
+from core.db import db
 from core.models import User, utcnow
 from core.models.accounts import StaffSession
 

@@ -25,7 +25,7 @@ from sqlalchemy import delete, func, or_, select, update
 
 from core.config import settings
 from core.errors import Conflict, NotFound
-from core.extensions import db
+from core.db import db
 from core.models import RecoveryCode, TwoFactorCredential, User, utcnow
 from core.accounts.passwords import verify_password
 from core.scoping import InstitutionScope

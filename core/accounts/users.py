@@ -10,7 +10,7 @@ from flask_babel import gettext as _
 from sqlalchemy import func, select
 
 from core.errors import Conflict, InvalidInput, NotFound
-from core.extensions import db
+from core.db import db
 from core.models import Institution, User, utcnow
 from core.models.identity import ROLE_ADMIN, ROLES
 from core.accounts.passwords import hash_password, password_problem, verify_against_nothing, verify_password

@@ -14,7 +14,7 @@ from datetime import datetime
 
 from core.applications.credential_checks import checks_for
 from core.errors import NotFound
-from core.extensions import db
+from core.db import db
 from core.applications.history import Actor
 from core.messages.log import messages_of_application
 from core.models import Applicant, ApplicantCheck, Application, Decision, Document, Payment

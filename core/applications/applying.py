@@ -12,7 +12,7 @@ from sqlalchemy import func
 
 from core.events import emission
 from core.errors import Conflict, InvalidInput, NotFound
-from core.extensions import db
+from core.db import db
 from core.i18n import supported_language
 from core.models import Applicant, Application, Cycle, Institution, Program, Stage, utcnow
 from core.scoping import InstitutionScope

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 from sqlalchemy import Date, cast, func, select
 from sqlalchemy.exc import OperationalError
 
-from core.extensions import db
+from core.db import db
 from core.models import Application
 from core.models.counts import ApplicationCount, ApplicationDayCount
 from core.scoping import InstitutionScope

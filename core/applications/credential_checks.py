@@ -1,7 +1,7 @@
 """Credential checks bound to an application: written after a staff member's live lookup for it."""
 from __future__ import annotations
 
-from core.extensions import db
+from core.db import db
 from core.models import ApplicantCheck, Application
 from core.scoping import InstitutionScope
 

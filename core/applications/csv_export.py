@@ -26,7 +26,7 @@ from typing import Any
 from sqlalchemy import Boolean, Connection, DateTime, Numeric, Select, String, case, func, literal, select
 from sqlalchemy.sql.elements import Label
 
-from core.extensions import db
+from core.db import db
 from core.applications.listing import EXPORT_ORDER, count_exported, ordered_applications
 from core.applications.records import RECORD_COLUMNS, record_values
 from core.scoping import InstitutionScope

@@ -15,7 +15,7 @@ from sqlalchemy import select
 from core.events import emission
 from core.config import settings
 from core.errors import Conflict, InvalidInput, KaribuError, NotFound
-from core.extensions import db
+from core.db import db
 from core.applications.history import Actor, record_change
 from core.models import Decision, utcnow
 from core.scoping import InstitutionScope

@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import BinaryIO, Protocol
 
 from core.applications.documents import safe_filename
-from core.extensions import db
+from core.db import db
 from core.models.documents import Document
 from core.scoping import InstitutionScope
 

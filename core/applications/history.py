@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from core.extensions import db
+from core.db import db
 from core.models import Application, Decision
 from core.models.history import ApplicationChange
 from core.models.base import utcnow

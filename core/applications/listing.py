@@ -33,7 +33,7 @@ from sqlalchemy.orm import selectinload
 from core.config import settings
 from core.applications.counters import count_by_dimensions
 from core.errors import InvalidInput
-from core.extensions import db
+from core.db import db
 from core.models import Applicant, Application, Cycle, Program, Stage
 from core.models.admissions import DECISIONS
 from core.applications.records import application_select

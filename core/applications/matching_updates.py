@@ -21,7 +21,7 @@ from collections.abc import Mapping
 
 from core.config import settings
 from core.errors import InvalidInput, ServiceUnavailable
-from core.extensions import db
+from core.db import db
 from core.applications.history import Actor
 from core.applications.listing import count_applications, filtered_applications, parse_application_query
 from core.models import Application, BulkChange, utcnow

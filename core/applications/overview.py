@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 
 from core.applications.counters import cycle_counts, per_cycle_and_program, per_day
-from core.extensions import db
+from core.db import db
 from core.institutions import pipeline
 from core.models import Cycle, Program, cycle_programs, utcnow
 from core.models.admissions import DECISIONS

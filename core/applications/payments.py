@@ -14,7 +14,7 @@ from sqlalchemy.exc import IntegrityError
 
 from core.events import emission
 from core.errors import Conflict, InvalidInput, KaribuError
-from core.extensions import db
+from core.db import db
 from core.models import Application, Payment, utcnow
 from core.models.admissions import PAYMENT_COMPLETED, PAYMENT_PROCESSORS
 

@@ -21,7 +21,7 @@ from sqlalchemy.orm import selectinload
 
 from core.events import emission
 from core.errors import InvalidInput, problem
-from core.extensions import db
+from core.db import db
 from core.applications.history import Actor, record_change
 from core.messages.outbox import queue_decision_messages
 from core.models.admissions import DECISION_NONE, DECISIONS, Application, Decision, Stage

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from core.errors import InvalidInput
-from core.extensions import db
+from core.db import db
 from core.models import AuditLog
 from core.scoping import InstitutionScope
 from core.timefmt import parse_utc

@@ -29,7 +29,7 @@ import psycopg
 from sqlalchemy import insert
 from sqlalchemy.exc import SQLAlchemyError
 
-from core.extensions import db
+from core.db import db
 from core.models import AuditLog, utcnow
 
 logger = logging.getLogger("karibu.audit")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from core.extensions import db
+from core.db import db
 from core.models import Application, Decision, Event, Payment, utcnow
 from core.scoping import InstitutionScope
 from core.timefmt import isoformat_z

@@ -24,7 +24,7 @@ from datetime import datetime
 from sqlalchemy import literal_column, tuple_
 
 from core.errors import NotFound, problem
-from core.extensions import db
+from core.db import db
 from core.applications.listing import (
     Page, bad_parameter, decode_cursor, encode_cursor, page_limit, parse_limit, query_fingerprint, text_parameter,
 )

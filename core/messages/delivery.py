@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import bindparam, or_, select, text, update
 
 from core.config import settings
-from core.extensions import db
+from core.db import db
 from core.messages.runtime import runtime
 from core.messages.schedule import next_attempt_at
 from core.messages.transports import AfricasTalkingTransport, Outcome, SmtpTransport

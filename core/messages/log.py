@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 
 from core.errors import Conflict, InvalidInput, NotFound
-from core.extensions import db
+from core.db import db
 from core.i18n import LANGUAGES
 from core.messages.outbox import drain_after_commit
 from core.messages.runtime import runtime

@@ -14,7 +14,7 @@ from sqlalchemy import insert, select
 
 from core.config import settings
 from core.applications.decision_answers import ANSWERABLE_DECISIONS, decision_response_tokens
-from core.extensions import db, note_write
+from core.db import db, note_write
 from core.i18n import DEFAULT_LANGUAGE, supported_language
 from core.messages.addresses import address_of, header_safe, valid_email, valid_international_phone
 from core.messages.render import RenderedEmail, render_email, render_sms

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import func, select
 
-from core.extensions import db
+from core.db import db
 from core.messages.delivery import due_conditions
 from core.messages.outbox import signal_drain
 from core.messages.runtime import runtime

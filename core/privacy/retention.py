@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import delete, exists, func, select
 
 from core.config import Settings, settings
-from core.extensions import db
+from core.db import db
 from core.models import AuditLog, Event
 from core.models.messages import SENDABLE_MESSAGE_STATUSES, Message
 from core.models.webhooks import SENDABLE_STATUSES, WebhookAttempt, WebhookDelivery

@@ -26,7 +26,7 @@ from sqlalchemy import func, or_, select, update
 from core.audit.recording import AuditEntry
 from core.applications.documents import document_storage
 from core.errors import Conflict, InvalidInput, NotFound
-from core.extensions import db
+from core.db import db
 from core.models import (
     Applicant, ApplicantCheck, Application, AuditLog, Decision, Document, Event, Institution, Payment, utcnow,
 )

@@ -14,7 +14,7 @@ from decimal import Decimal
 from sqlalchemy import bindparam, func, insert, select
 
 from core.errors import InvalidInput
-from core.extensions import db
+from core.db import db
 from core.models import Institution, new_id, utcnow
 from core.models.verification import VerificationCharge
 from core.scoping import InstitutionScope

@@ -17,7 +17,7 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
 
 from core.errors import Conflict, InvalidInput
-from core.extensions import db
+from core.db import db
 from core.models import utcnow
 from core.models.verification import VerificationIdempotency
 

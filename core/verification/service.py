@@ -13,7 +13,7 @@ from decimal import Decimal
 
 from core.config import settings
 from core.errors import NotFound, ServiceUnavailable
-from core.extensions import db
+from core.db import db
 from core.metrics import REGISTRY_LATENCY, VERIFICATION_LOOKUPS
 from core.scoping import InstitutionScope
 from core.verification import idempotency

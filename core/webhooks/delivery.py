@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from sqlalchemy import bindparam, insert, or_, select, text, update
 
 from core.events.emission import event_body
-from core.extensions import db
+from core.db import db
 from core.metrics import WEBHOOK_ATTEMPTS, WEBHOOK_DELIVERY_LATENCY
 from core.models import Event, new_id
 from core.models.webhooks import SENDABLE_STATUSES, WebhookAttempt, WebhookDelivery, WebhookEndpoint

@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 from sqlalchemy import delete, select, update
 
 from core.errors import Conflict, InvalidInput, NotFound, problem
-from core.extensions import db
+from core.db import db
 from core.models.webhooks import SENDABLE_STATUSES, WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from core.scoping import InstitutionScope
 from core.webhooks.runtime import runtime, transport_settings

@@ -19,7 +19,7 @@ from core.events.emission import (
     emit_decision_sent,
     emit_payment_completed,
 )
-from core.extensions import db
+from core.db import db
 from core.models import Applicant, Application, Decision, Event, Payment
 from core.models.webhooks import WebhookDelivery
 from core.scoping import InstitutionScope

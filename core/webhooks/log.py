@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from core.errors import Conflict, InvalidInput
 from core.events.emission import emit_webhook_test, event_body
-from core.extensions import db
+from core.db import db
 from core.models import Event
 from core.models.webhooks import DELIVERY_STATUSES, WebhookAttempt, WebhookDelivery
 from core.scoping import InstitutionScope

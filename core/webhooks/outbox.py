@@ -13,7 +13,7 @@ from __future__ import annotations
 from sqlalchemy import event as sa_event
 from sqlalchemy.orm import Session
 
-from core.extensions import db
+from core.db import db
 from core.models import Event, new_id
 from core.models.webhooks import WebhookDelivery
 from core.queue import DrainSignal

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sqlalchemy import func, or_, select, text
 
-from core.extensions import db
+from core.db import db
 from core.models.webhooks import SENDABLE_STATUSES, WebhookDelivery
 from core.webhooks.outbox import signal_drain
 from core.webhooks.runtime import runtime

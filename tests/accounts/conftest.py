@@ -6,7 +6,7 @@ from urllib.parse import urlsplit
 
 from sqlalchemy import select
 
-from core.extensions import db
+from core.db import db
 from core.models import AuditLog
 from tests.messages.conftest import clock, drain_now, mail_app, smtp  # noqa: F401 (fixtures)
 from tests.portal.conftest import _fresh_login_counters, admin, portal_as, staff  # noqa: F401 (fixtures)

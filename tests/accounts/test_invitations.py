@@ -6,7 +6,7 @@ import re
 
 from sqlalchemy import select
 
-from core.extensions import db
+from core.db import db
 from core.models import User
 from core.models.accounts import StaffInvitation
 from tests.accounts.conftest import audit_rows, deliver, emails_to, form_token, link_path

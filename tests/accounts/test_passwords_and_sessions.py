@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from sqlalchemy import select
 
-from core.extensions import db
+from core.db import db
 from core.models import User
 from core.models.accounts import StaffSession
 from core.accounts.passwords import verify_password

@@ -32,7 +32,7 @@ from core.events import feed
 from core.applications.documents import document_storage
 from core.errors import InvalidInput, NotFound
 from core.applications.history import Actor
-from core.extensions import db
+from core.db import db
 from core.models import (
     ApiKey, Applicant, ApplicantCheck, Application, AuditLog, Base, BulkChange, Cycle, Decision, Document, Event,
     Payment, Program, SavedView, Stage, User, VerificationCharge, utcnow,

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import select
 
 from core.applications.documents import DocumentStorage
-from core.extensions import db
+from core.db import db
 from core.models import Application, Decision, Document, Event
 from devtools.pdf import simple_pdf
 from tests.conftest import auth_header

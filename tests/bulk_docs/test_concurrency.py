@@ -16,7 +16,7 @@ import pytest
 from flask_migrate import upgrade
 from sqlalchemy import select
 
-from core.extensions import db
+from core.db import db
 from core.models import Application, Decision, Event
 from tests.bulk_docs.conftest import make_school
 from tests.conftest import (

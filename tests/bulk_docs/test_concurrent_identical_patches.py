@@ -10,7 +10,7 @@ import requests
 from sqlalchemy import select
 from werkzeug.serving import make_server
 
-from core.extensions import db
+from core.db import db
 from core.models import Decision, Event
 from tests.bulk_docs.conftest import make_school
 from tests.factories import Factory

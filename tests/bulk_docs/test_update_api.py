@@ -9,7 +9,7 @@ import zipfile
 import pytest
 from sqlalchemy import select
 
-from core.extensions import db
+from core.db import db
 from core.models import Decision, Event, Stage, utcnow
 from core.timefmt import isoformat_z
 from tests.conftest import auth_header

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import func, select, text
 
 from core.applications.counters import compact_counts
-from core.extensions import db
+from core.db import db
 from core.models import Application
 from tests.conftest import auth_header
 from tests.event_sources.test_apply import form_fields

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import select
 
 from core.applications.decision_answers import decision_response_token
-from core.extensions import db
+from core.db import db
 from core.applications.history import Actor
 from core.models import Decision, Message
 from core.scoping import InstitutionScope

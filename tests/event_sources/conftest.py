@@ -11,7 +11,7 @@ import time
 import pytest
 from sqlalchemy import select
 
-from core.extensions import db
+from core.db import db
 from core.models import AuditLog, Event
 from core.models.webhooks import WebhookDelivery
 from core.scoping import InstitutionScope

@@ -8,7 +8,7 @@ from sqlalchemy import func, select
 
 from core.applications.applying import ApplicantFields, submit_application
 from core.errors import InvalidInput
-from core.extensions import db
+from core.db import db
 from core.models import Applicant, Application, Event, Institution, Stage, utcnow
 from core.scoping import InstitutionScope
 from core.timefmt import isoformat_z

@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 
 from core.applications.decision_answers import decision_response_token, record_decision_response_by_staff
 from core.errors import Conflict, NotFound
-from core.extensions import db
+from core.db import db
 from core.applications.history import Actor
 from core.models import Decision, Event, utcnow
 from core.scoping import InstitutionScope

@@ -11,7 +11,7 @@ from decimal import Decimal
 import pytest
 from sqlalchemy import func, select
 
-from core.extensions import db
+from core.db import db
 from core.models import Application, Event, Payment
 from tests.event_sources.conftest import (
     FLUTTERWAVE_HASH, MPESA_SECRET, assert_written_and_delivered, audit_rows, events_of, subscribe,

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from core.events import emission
-from core.extensions import db
+from core.db import db
 from core.models import Application
 from core.scoping import InstitutionScope
 from tests.openapi_check import assert_conforms, assert_is_event

@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import select
 
 from core.events import emission
-from core.extensions import db
+from core.db import db
 from core.models import Event
 from core.scoping import InstitutionScope
 from tests.conftest import TEST_DB

@@ -21,7 +21,7 @@ import requests
 from werkzeug.serving import make_server
 
 from core.events import emission
-from core.extensions import db
+from core.db import db
 from core.models import Event
 from core.scoping import InstitutionScope
 from core.events.emission import event_body

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import select, update
 
 from core.applications.decision_answers import record_decision_response
-from core.extensions import db
+from core.db import db
 from core.models import Decision, Event
 from core.applications.payments import complete_payment
 from core.events.emission import event_body

@@ -8,7 +8,7 @@ from sqlalchemy import MetaData, select, text
 import core.audit.recording
 from core.audit.recording import redact_path
 from core.applications.decision_answers import decision_response_token
-from core.extensions import db
+from core.db import db
 from core.models import AuditLog, Decision, utcnow
 from tests.conftest import auth_header
 from tests.portal.conftest import csrf_token, sign_in

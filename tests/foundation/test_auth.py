@@ -7,7 +7,7 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from core.extensions import db
+from core.db import db
 from core.models import Institution
 from tests.conftest import auth_header
 from tests.openapi_check import assert_conforms

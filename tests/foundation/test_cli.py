@@ -4,7 +4,7 @@ from sqlalchemy import func, select, text
 
 import devtools.seed
 
-from core.extensions import db
+from core.db import db
 from core.models import ApiKey, Application, Document, Institution, User
 
 

@@ -22,7 +22,7 @@ import pytest
 import requests
 from sqlalchemy import select
 
-from core.extensions import db
+from core.db import db
 from core.accounts.api_keys import revoke_api_key
 from core.models import AuditLog
 from tests.conftest import REDIS_URL, TEST_SECRET_KEY

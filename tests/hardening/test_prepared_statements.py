@@ -8,7 +8,7 @@ import re
 import pytest
 from sqlalchemy import func, select, text
 
-from core.extensions import db, note_write
+from core.db import db, note_write
 from core.models import Institution
 from tests.conftest import TEST_DB, auth_header
 

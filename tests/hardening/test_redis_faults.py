@@ -21,7 +21,7 @@ import redis
 import requests
 from sqlalchemy import func, select
 
-from core.extensions import db
+from core.db import db
 from core.models import Application, Payment
 from core.models.webhooks import WebhookDelivery
 from core.scoping import InstitutionScope

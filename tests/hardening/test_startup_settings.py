@@ -13,7 +13,7 @@ import pytest
 from flask import Flask
 from flask.sessions import SecureCookieSessionInterface
 
-from core.extensions import db
+from core.db import db
 from core.models import User
 from core.secret_key import MIN_SECRET_KEY_LENGTH
 from core.accounts.sessions import start_session

@@ -7,7 +7,7 @@ import pytest
 from rq import Queue, SimpleWorker
 from sqlalchemy import select
 
-from core.extensions import db, redis_connection
+from core.db import db, redis_connection
 from core.messages.runtime import runtime
 from core.models import utcnow
 from core.models.messages import Message

@@ -10,7 +10,7 @@ from babel.messages.pofile import read_po, write_po
 from sqlalchemy import select
 
 from core.config import PROJECT_ROOT
-from core.extensions import babel, db
+from core.db import babel, db
 from core.i18n import compile_catalogues
 from core.messages.log import set_default_language
 from core.models import Applicant

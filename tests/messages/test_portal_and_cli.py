@@ -7,7 +7,7 @@ import re
 
 from sqlalchemy import select
 
-from core.extensions import db
+from core.db import db
 from core.models import Event
 from tests.messages.conftest import all_messages, drain_now, send_decisions
 from tests.portal.conftest import PASSWORD, csrf_token, sign_in

@@ -12,7 +12,7 @@ import requests
 from sqlalchemy import func, select
 
 from core.events.emission import emit_webhook_test
-from core.extensions import db
+from core.db import db
 from core.models.webhooks import WebhookAttempt, WebhookDelivery
 from core.queue import enqueue
 from core.scoping import InstitutionScope

@@ -6,7 +6,7 @@ import redis
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from core.extensions import db
+from core.db import db
 from core.models.messages import Message
 from tests.conftest import REDIS_URL, auth_header
 from tests.operations.processes import Processes, app_environment

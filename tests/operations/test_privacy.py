@@ -18,7 +18,7 @@ from core.applications.credential_checks import record_check
 from core.applications.decision_answers import record_decision_response
 from core.applications.documents import document_storage
 from core.events.emission import emit_application_submitted
-from core.extensions import db
+from core.db import db
 from core.models import Application, AuditLog, Decision, Document, Event, Payment
 from core.models.verification import VerificationCharge
 from core.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookEndpoint

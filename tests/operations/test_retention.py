@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 from sqlalchemy import func, select
 
-from core.extensions import db, redis_connection
+from core.db import db, redis_connection
 from core.models import AuditLog, Event, utcnow
 from core.models.messages import Message
 from core.models.verification import VerificationCharge

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from core.extensions import limiter
+from core.db import limiter
 
 PASSWORD = "correct-horse-1"
 _CSRF_META = re.compile(r'<meta name="csrf-token" content="([^"]+)"')

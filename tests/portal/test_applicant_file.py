@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 from core.applications.credential_checks import record_check
 from core.applications.decision_answers import record_decision_response
 from core.applications.documents import document_storage
-from core.extensions import db
+from core.db import db
 from core.models import Application, Decision, Document, Event, utcnow
 from core.models.history import ApplicationChange
 from core.accounts.preferences import time_zone_of, zone_info

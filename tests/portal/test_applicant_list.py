@@ -11,7 +11,7 @@ import pytest
 from rq import Queue, SimpleWorker
 from sqlalchemy import select
 
-from core.extensions import db, redis_connection
+from core.db import db, redis_connection
 from core.institutions import pipeline
 from core.models import Applicant, Application, AuditLog, BulkChange, Cycle, Decision, Program
 from core.scoping import InstitutionScope

@@ -1,6 +1,6 @@
 from sqlalchemy import select
 
-from core.extensions import db
+from core.db import db
 from core.models import AuditLog
 from tests.portal.conftest import PASSWORD, csrf_token, sign_in
 

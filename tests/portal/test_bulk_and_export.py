@@ -5,7 +5,7 @@ import re
 
 from sqlalchemy import select
 
-from core.extensions import db
+from core.db import db
 from core.models import Application, Event
 
 

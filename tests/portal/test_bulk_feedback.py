@@ -4,7 +4,7 @@ import re
 
 from sqlalchemy import func, select
 
-from core.extensions import db
+from core.db import db
 from core.models import Application, Event
 
 

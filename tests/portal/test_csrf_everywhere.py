@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.extensions import csrf
+from core.db import csrf
 
 STATE_CHANGING = {"POST", "PUT", "PATCH", "DELETE"}
 CSRF_REFUSAL = "Your form expired or came from another site"

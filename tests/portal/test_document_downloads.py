@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import select
 
 from core.applications.documents import document_storage
-from core.extensions import db
+from core.db import db
 from core.models import Document
 
 CONTENT = b"<html><script>alert(document.cookie)</script></html>"

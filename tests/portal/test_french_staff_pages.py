@@ -7,7 +7,7 @@ import html
 import re
 
 
-from core.extensions import db
+from core.db import db
 from core.models import User
 
 # English strings of the staff pages (navigation, headings, buttons) that a French page must not show.

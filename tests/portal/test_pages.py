@@ -5,7 +5,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import select
 
 from core.applications.documents import document_storage
-from core.extensions import db
+from core.db import db
 from core.models import AuditLog, Document, Event, utcnow
 from tests.openapi_check import assert_conforms
 

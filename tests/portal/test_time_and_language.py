@@ -8,7 +8,7 @@ from datetime import datetime
 import pytest
 from sqlalchemy import select
 
-from core.extensions import db
+from core.db import db
 from core.models import ApiKey, AuditLog, Institution, User
 from devtools.simulated_records import SIMULATED_RECORDS
 

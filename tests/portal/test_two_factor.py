@@ -10,7 +10,7 @@ import pyotp
 import pytest
 from sqlalchemy import select
 
-from core.extensions import db
+from core.db import db
 from core.models import AuditLog, Institution, RecoveryCode, TwoFactorCredential
 from tests.portal.conftest import PASSWORD, csrf_token, sign_in
 

@@ -6,7 +6,7 @@ import re
 
 from sqlalchemy import select
 
-from core.extensions import db
+from core.db import db
 from core.models import ApplicantCheck, VerificationCharge
 from core.verification.demo import demo_requests
 from devtools.simulated_records import SIMULATED_RECORDS

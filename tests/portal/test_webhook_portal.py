@@ -9,7 +9,7 @@ import re
 import pytest
 from sqlalchemy import func, select
 
-from core.extensions import db
+from core.db import db
 from core.models import AuditLog, Event
 from core.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from tests.conftest import auth_header

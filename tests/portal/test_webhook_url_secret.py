@@ -6,7 +6,7 @@ import re
 
 from sqlalchemy import String, Text, cast, or_, select
 
-from core.extensions import db
+from core.db import db
 from core.models.audit import AuditLog
 from core.models.webhooks import WebhookAttempt, WebhookEndpoint
 from tests.portal.test_webhook_pages import _save, _text

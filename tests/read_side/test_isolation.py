@@ -92,7 +92,7 @@ def test_cycle_cursor_cannot_be_used_by_another_institution(api_get, factory, te
 def test_revoked_key_is_refused(api_get, app, tenant, both):
     from sqlalchemy import select
 
-    from core.extensions import db
+    from core.db import db
     from core.accounts.api_keys import revoke_api_key
     from core.models import ApiKey
 

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select
 
 from core.applications import ndjson_export
-from core.extensions import db
+from core.db import db
 from core.models import Application
 from core.privacy.subject_requests import erase
 from core.scoping import InstitutionScope

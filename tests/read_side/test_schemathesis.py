@@ -18,7 +18,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from core.events import emission
-from core.extensions import db
+from core.db import db
 from core.scoping import InstitutionScope
 from tests.conftest import auth_header
 from tests.read_side.conftest import make_tenant

@@ -19,7 +19,7 @@ from sqlalchemy import event
 from werkzeug.serving import make_server
 
 from core.applications.csv_export import export_applications_csv
-from core.extensions import db, limiter
+from core.db import db, limiter
 from core.models import VerificationCharge, utcnow
 from core.scoping import InstitutionScope
 from tests.conftest import REDIS_URL

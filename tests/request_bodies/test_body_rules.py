@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import func, select
 
 from api.bodies import MAX_DEPTH
-from core.extensions import db
+from core.db import db
 from core.models import Event, Payment
 from tests.conftest import auth_header
 

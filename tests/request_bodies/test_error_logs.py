@@ -6,7 +6,7 @@ import logging
 from sqlalchemy import text
 
 import api
-from core.extensions import db
+from core.db import db
 
 CANARY = "canary-1199880012345678-secret"
 

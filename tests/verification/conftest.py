@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from core.extensions import db
+from core.db import db
 from core.models import Institution
 
 

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from sqlalchemy import func, select, update
 
-from core.extensions import db
+from core.db import db
 from core.models import VerificationCharge, VerificationIdempotency, utcnow
 from core.verification import idempotency
 from core.verification.idempotency import request_fingerprint

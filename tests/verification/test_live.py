@@ -6,7 +6,7 @@ from decimal import Decimal
 import pytest
 from sqlalchemy import select
 
-from core.extensions import db
+from core.db import db
 from core.models import VerificationCharge
 from core.verification.exam_records import RESULT_AUTHENTIC
 from devtools.simulated_records import SIMULATED_RECORDS

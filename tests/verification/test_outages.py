@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select
 
-from core.extensions import db
+from core.db import db
 from core.models import VerificationCharge
 from devtools.simulated_records import SIMULATED_RECORDS
 from tests.conftest import auth_header

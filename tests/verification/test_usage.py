@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import update
 
 from core.errors import InvalidInput
-from core.extensions import db
+from core.db import db
 from core.models import VerificationCharge
 from core.scoping import InstitutionScope
 from core.verification import usage_by_month, usage_csv

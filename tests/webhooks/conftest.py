@@ -9,7 +9,7 @@ import pytest
 import redis
 from rq import Queue, SimpleWorker
 
-from core.extensions import redis_connection
+from core.db import redis_connection
 from core.models import utcnow
 from core.webhooks.runtime import runtime
 from tests.webhooks.webhook_receiver import FakeResolver, Receiver

@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, insert, select, text
 
-from core.extensions import db
+from core.db import db
 from core.models import Event, new_id
 from core.models.webhooks import WebhookDelivery, WebhookEndpoint
 from core.webhooks.delivery import CLAIM_BATCH, claim_due

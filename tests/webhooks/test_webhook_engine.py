@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 
 from core.events import emission
 from core.errors import Conflict, InvalidInput, NotFound
-from core.extensions import db
+from core.db import db
 from core.models import Application, Decision, Event, Payment, utcnow
 from core.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from core.scoping import InstitutionScope

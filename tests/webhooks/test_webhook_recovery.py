@@ -10,7 +10,7 @@ from datetime import timedelta
 from rq import Queue
 from rq.registry import ScheduledJobRegistry
 
-from core.extensions import redis_connection
+from core.db import redis_connection
 from core.webhooks.sweep import sweep_due_deliveries
 from jobs import sweeps
 from tests.conftest import REDIS_URL

@@ -11,7 +11,7 @@ from datetime import timedelta
 
 from sqlalchemy import update
 
-from core.extensions import db
+from core.db import db
 from core.models.webhooks import WebhookDelivery
 from core.webhooks.schedule import SystemClock
 from tests.webhooks.conftest import wait_until

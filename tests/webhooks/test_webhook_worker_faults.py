@@ -12,7 +12,7 @@ from rq.registry import ScheduledJobRegistry
 from sqlalchemy import create_engine, text
 
 from core.config import normalise_database_url
-from core.extensions import redis_connection
+from core.db import redis_connection
 from jobs import sweeps
 from tests.conftest import TEST_DB
 from tests.webhooks.conftest import run_worker, wait_until

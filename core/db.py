@@ -1,4 +1,4 @@
-"""Extension objects, created unbound here and bound to the app by `wsgi.register_extensions`."""
+"""The database (Flask-SQLAlchemy, with its SQLite and PostgreSQL tuning), Flask-Migrate and the Redis client."""
 from __future__ import annotations
 
 import re
