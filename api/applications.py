@@ -7,10 +7,8 @@ from api import bp
 from api.pages import csv_response, page_response
 from core.applications.csv_export import CONTENT_TYPE as CSV_CONTENT_TYPE
 from core.applications.csv_export import export_applications_csv
-from core.applications.listing import (
-    fetch_application_page, fetch_applications_by_id, parse_application_query, parse_export_query, parse_format,
-    parse_ids,
-)
+from core.applications.listing.pages import fetch_application_page, fetch_applications_by_id
+from core.applications.listing.query import parse_application_query, parse_export_query, parse_format, parse_ids
 from core.models import utcnow
 from core.applications.ndjson_export import CONTENT_TYPE as NDJSON_CONTENT_TYPE
 from core.applications.ndjson_export import export_applications_ndjson

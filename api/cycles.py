@@ -5,7 +5,8 @@ from flask import g, request
 
 from api import bp
 from api.pages import page_response
-from core.applications.listing import fetch_cycle_page, parse_cycle_query, parse_format
+from core.applications.listing.pages import fetch_cycle_page
+from core.applications.listing.query import parse_cycle_query, parse_format
 from core.models import utcnow
 from core.applications.records import CYCLE_COLUMNS, cycle_record, cycle_values
 

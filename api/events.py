@@ -6,7 +6,7 @@ from flask import g, jsonify, request
 from api import bp
 from core.events.feed import fetch_event_page, get_event, parse_event_query
 from core.events.emission import envelope
-from core.applications.listing import text_parameter
+from core.applications.listing.query import text_parameter
 
 
 @bp.get("/events")

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from flask import Response, jsonify
 
 from core.applications.csv_export import CONTENT_TYPE, iter_csv
-from core.applications.listing import Page
+from core.applications.listing.pages import Page
 
 
 def page_response(page: Page, output: str, record: Callable, values: Callable, columns: Sequence[str]):

@@ -5,7 +5,8 @@ from flask import Response, g, request
 from api import bp
 from core.applications.document_bundles import DocumentBundle, page_applications
 from core.applications.documents import document_storage
-from core.applications.listing import fetch_application_page, parse_application_query
+from core.applications.listing.pages import fetch_application_page
+from core.applications.listing.query import parse_application_query
 from core.models.base import utcnow
 
 DEFAULT_LIMIT = 10

@@ -11,7 +11,7 @@ from flask_login import current_user
 
 from core.applications.matching_updates import get_bulk_change, start_bulk_change
 from core.errors import InvalidInput
-from core.applications.listing import Sort
+from core.applications.listing.query import Sort
 from core.accounts.saved_views import delete_view, list_views, save_view
 from portal import bp
 from portal.forms import ActionForm, BulkMatchingForm, SavedViewForm, submitted

@@ -13,9 +13,9 @@ from core.applications.csv_export import export_applications_csv
 from core.applications.documents import attachment_disposition, document_storage, served_content_type
 from core.errors import InvalidInput, NotFound
 from core.institutions import pipeline as stage_pipeline
-from core.applications.listing import (
-    count_applications, fetch_application_page, fetch_applications_by_id, parse_application_query,
-)
+from core.applications.listing.counts import count_applications
+from core.applications.listing.pages import fetch_application_page, fetch_applications_by_id
+from core.applications.listing.query import parse_application_query
 from core.models import utcnow
 from core.models.admissions import DECISIONS
 from core.applications.overview import cycles, programs

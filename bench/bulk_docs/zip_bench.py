@@ -50,7 +50,8 @@ def attach_documents(env: dict, institution_id: str, storage_dir: Path, big_mb: 
 
     from core.applications.documents import DocumentStorage
     from core.db import db
-    from core.applications.listing import fetch_application_page, parse_application_query
+    from core.applications.listing.pages import fetch_application_page
+    from core.applications.listing.query import parse_application_query
     from core.models.documents import Document
     from core.scoping import InstitutionScope
     from wsgi import create_app

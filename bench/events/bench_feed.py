@@ -93,7 +93,7 @@ def run(args, database_url: str) -> None:
     from core.db import db
     from core.institutions import create_institution
     from core.accounts.api_keys import create_api_key
-    from core.applications.listing import encode_cursor
+    from core.applications.listing.cursor import encode_cursor
     from core.scoping import InstitutionScope
     from wsgi import create_app
 

@@ -51,7 +51,8 @@ def deep_cursors() -> tuple[dict[str, tuple[str, str]], str]:
     from sqlalchemy import text
 
     from core.db import db
-    from core.applications.listing import _next_cursor, parse_application_query
+    from core.applications.listing.cursor import next_cursor as _next_cursor
+    from core.applications.listing.query import parse_application_query
     from core.applications.overview import current_cycle
     from core.scoping import InstitutionScope
     from portal.applicant_list import DEFAULT_SORT

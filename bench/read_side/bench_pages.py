@@ -36,7 +36,7 @@ def row_at_depth(institution_id: str, depth: int):
 def mint_cursor(institution_id: str, limit: int, submitted_at, application_id: str) -> str:
     """The cursor the server would hand out after the row at that position, for `?limit=<limit>`."""
     os.environ.update(server_env())
-    from core.applications.listing import encode_cursor, query_fingerprint
+    from core.applications.listing.cursor import encode_cursor, query_fingerprint
     from wsgi import create_app
 
     with create_app().app_context():

@@ -10,7 +10,7 @@ from flask import Response, request
 
 from core.accounts.api_authentication import AuthSettings, authenticate
 from core.applications.csv_export import CONTENT_TYPE, export_applications_csv
-from core.applications.listing import parse_application_query
+from core.applications.listing.query import parse_application_query
 from core.scoping import InstitutionScope
 from wsgi import create_app
 

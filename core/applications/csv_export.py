@@ -27,7 +27,8 @@ from sqlalchemy import Boolean, Connection, DateTime, Numeric, Select, String, c
 from sqlalchemy.sql.elements import Label
 
 from core.db import db
-from core.applications.listing import EXPORT_ORDER, count_exported, ordered_applications
+from core.applications.listing.counts import count_exported
+from core.applications.listing.statements import EXPORT_ORDER, ordered_applications
 from core.applications.records import RECORD_COLUMNS, record_values
 from core.scoping import InstitutionScope
 

@@ -23,7 +23,9 @@ from core.config import settings
 from core.errors import InvalidInput, ServiceUnavailable
 from core.db import db
 from core.applications.history import Actor
-from core.applications.listing import count_applications, filtered_applications, parse_application_query
+from core.applications.listing.counts import count_applications
+from core.applications.listing.query import parse_application_query
+from core.applications.listing.statements import filtered_applications
 from core.models import Application, BulkChange, utcnow
 from core.queue import enqueue
 from core.scoping import InstitutionScope

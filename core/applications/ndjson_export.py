@@ -21,7 +21,8 @@ from sqlalchemy.sql.elements import Label
 from core.applications.csv_export import (
     STREAM_CHUNK_SIZE, StreamedExport, postgres_copy, postgres_isoformat_z, rendered_after_sorting,
 )
-from core.applications.listing import count_exported, ordered_applications
+from core.applications.listing.counts import count_exported
+from core.applications.listing.statements import ordered_applications
 from core.applications.records import RECORD_COLUMNS, application_record
 from core.scoping import InstitutionScope
 

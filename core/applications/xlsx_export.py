@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from core.applications.csv_export import release_snapshot, snapshot_connection
-from core.applications.listing import ordered_applications
+from core.applications.listing.statements import ordered_applications
 from core.applications.records import RECORD_COLUMNS
 from core.scoping import InstitutionScope
 

@@ -25,9 +25,10 @@ from sqlalchemy import literal_column, tuple_
 
 from core.errors import NotFound, problem
 from core.db import db
-from core.applications.listing import (
-    Page, bad_parameter, decode_cursor, encode_cursor, page_limit, parse_limit, query_fingerprint, text_parameter,
-)
+from core.applications.listing.cursor import decode_cursor, encode_cursor, query_fingerprint
+from core.applications.listing.pages import Page
+from core.applications.listing.query import bad_parameter, parse_limit, text_parameter
+from core.applications.listing.statements import page_limit
 from core.models import Event
 from core.scoping import InstitutionScope
 from core.timefmt import parse_utc

@@ -24,9 +24,12 @@ from werkzeug.datastructures import MultiDict
 from core import institutions
 from core.accounts import api_keys, links, saved_views, users
 from core.applications import (
-    applicant_file, applying, counters, credential_checks, csv_export, decision_answers, document_bundles, listing,
+    applicant_file, applying, counters, credential_checks, csv_export, decision_answers, document_bundles,
     matching_updates, overview, state_updates,
 )
+from core.applications.listing.counts import count_applications
+from core.applications.listing.pages import fetch_application_page, fetch_applications_by_id, fetch_cycle_page
+from core.applications.listing.query import parse_application_query, parse_cycle_query
 from core.audit import browsing
 from core.events import feed
 from core.applications.documents import document_storage
@@ -200,7 +203,7 @@ def probe(*models):
 
 
 def _page(scope, **args):
-    return listing.fetch_application_page(scope, listing.parse_application_query(args))
+    return fetch_application_page(scope, parse_application_query(args))
 
 
 @probe(Program)
@@ -238,7 +241,7 @@ def overview_cycle_summaries(scope, own, target):
 
 @probe(Cycle)
 def listing_cycle_page(scope, own, target):
-    page = listing.fetch_cycle_page(scope, listing.parse_cycle_query({}))
+    page = fetch_cycle_page(scope, parse_cycle_query({}))
     return target.cycle_id in {cycle.id for cycle in page.rows}
 
 
@@ -312,7 +315,7 @@ def listing_page(scope, own, target):
 
 @probe(Application)
 def listing_by_id(scope, own, target):
-    rows, missing = listing.fetch_applications_by_id(scope, [target.application_id])
+    rows, missing = fetch_applications_by_id(scope, [target.application_id])
     return [row.id for row in rows] == [target.application_id] and missing == []
 
 
@@ -560,12 +563,12 @@ def bulk_changes_start(scope, own, target):
 
 @probe(Cycle)
 def listing_count_by_cycle(scope, own, target):
-    return reached(lambda: listing.count_applications(scope, {"cycle": target.cycle_id}))
+    return reached(lambda: count_applications(scope, {"cycle": target.cycle_id}))
 
 
 @probe(Applicant)
 def listing_count_search(scope, own, target):
-    return listing.count_applications(scope, {"q": target.last_name}) == 1
+    return count_applications(scope, {"q": target.last_name}) == 1
 
 
 def tenant_owned_models() -> set[type]:

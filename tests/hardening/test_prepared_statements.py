@@ -84,7 +84,7 @@ def test_leaving_out_erased_applicants_reads_only_the_erased(app, factory):
     """Search and exports leave out erased applicants (`not_erased`): the partial index of migration 0018 answers
     that from the erased rows alone. Without it, PostgreSQL read every applicant of a million on each search
     page (150 of 200 ms), or at best every applicant of the institution through its institution index."""
-    from core.applications.listing import filtered_applications
+    from core.applications.listing.statements import filtered_applications
     from core.scoping import InstitutionScope
 
     institution = factory.institution()

@@ -15,7 +15,7 @@ from sqlalchemy import func, insert, select, update
 from core.applications import csv_export
 from core.applications.csv_export import export_applications_csv
 from core.db import db
-from core.applications.listing import parse_application_query
+from core.applications.listing.query import parse_application_query
 from core.models import Applicant, Application
 from core.applications.records import RECORD_COLUMNS
 from core.scoping import InstitutionScope

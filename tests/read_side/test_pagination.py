@@ -177,12 +177,12 @@ def test_tampered_or_garbage_cursor_is_invalid(api_get, tenant, many, make_curso
 
 
 def test_cursor_signed_with_another_secret_is_invalid(api_get, app, tenant, many):
-    from core.applications import listing
+    from core.applications.listing.cursor import encode_cursor, query_fingerprint
 
     with app.test_request_context():
         app.config["SECRET_KEY"], original = "another-secret", app.config["SECRET_KEY"]
         try:
-            forged = listing.encode_cursor(listing.query_fingerprint("applications", 4, {}),
+            forged = encode_cursor(query_fingerprint("applications", 4, {}),
                                            [tenant.institution.id, "2026-01-10T08:00:00", "app_x"])
         finally:
             app.config["SECRET_KEY"] = original

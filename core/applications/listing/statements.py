@@ -1,0 +1,248 @@
+"""The listing's SQL: each filter a condition on a named parameter, the keyset condition, the orders, and page statements built once per shape."""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import Integer, Select, and_, bindparam, func, or_, select, tuple_
+
+from core.applications.listing.cursor import Position, check_issuer
+from core.applications.listing.query import DATE_FILTERS, ApplicationQuery, Sort, bad_parameter
+from core.applications.records import application_select
+from core.applications.search_text import fold
+from core.db import db
+from core.models import Applicant, Application, Cycle, Program, Stage
+from core.scoping import InstitutionScope
+
+
+# Ids are opaque to partners, but a search text shaped like an application id is also looked up as one.
+_APPLICATION_ID_SHAPE = re.compile(r"^app_[A-Za-z0-9]+$")
+
+
+def _like_pattern(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def referenced_ids(scope: InstitutionScope, model, parameter: str, value: str) -> list[str]:
+    """Ids of the institution's cycles/programs whose id or exact name is `value`; 400 when there is none."""
+    ids = list(db.session.scalars(
+        scope.select(model, model.id).where(or_(model.id == value, model.name == value))))
+    if not ids:
+        raise bad_parameter(parameter, f"{parameter} must be the id or the exact name of one of your "
+                                       f"{'cycles' if model is Cycle else 'programs'}")
+    return ids
+
+
+def pipeline_stage(scope: InstitutionScope, value: str) -> str:
+    """The stage id of this institution's pipeline that `value` names (any case); a 400 listing them if none."""
+    stages = list(db.session.scalars(scope.select(Stage, Stage.key).order_by(Stage.position)))
+    for stage in stages:
+        if stage.lower() == value.lower():
+            return stage
+    raise bad_parameter("stage", f"stage must be one of your pipeline's stage ids: {', '.join(stages)}")
+
+
+def _search_condition(scope: InstitutionScope, values: Mapping[str, Any], applicant_joined: bool):
+    """Applicant text (name, full name, email; folded, so case and accents do not matter) or the id.
+
+    With the applicant already joined (the record select) the text is matched on that row, which lets
+    PostgreSQL either walk the (institution, submitted_at, id) index probing each applicant, or start from the
+    trigram index on applicants.search_text, whichever is cheaper for `q`. Other statements get the same
+    match as `applicant_id IN (…)`. An id-shaped `q` is a UNION of an id lookup and the text match, keeping
+    both sides on an index (an OR across the two tables would scan).
+    """
+    pattern = _bound(values, "q_pattern", Applicant.search_text)
+    if applicant_joined:
+        text_match = Applicant.search_text.like(pattern, escape="\\")
+    else:
+        text_match = Application.applicant_id.in_(
+            scope.select(Applicant, Applicant.id).where(Applicant.search_text.like(pattern, escape="\\")))
+    if "q_id" not in values:
+        return text_match
+    by_id = select(Application.id).where(Application.id == _bound(values, "q_id", Application.id))
+    matching_applicants = scope.select(Applicant, Applicant.id).where(
+        Applicant.search_text.like(pattern, escape="\\"))
+    by_text = select(Application.id).where(Application.applicant_id.in_(matching_applicants))
+    return Application.id.in_(by_id.union_all(by_text))
+
+
+def filter_values(scope: InstitutionScope, filters: Mapping[str, Any]) -> dict[str, Any]:
+    """The values the list filters bind, by name: cycle and program ids checked against this institution, the
+    stage resolved in its pipeline, the search text as a LIKE pattern (and as an id when it is shaped like one).
+
+    Raises InvalidInput when `cycle` or `program` names nothing of this institution (a foreign id included).
+    Which names are present is the statement's shape; the values change nothing of its text.
+    """
+    values: dict[str, Any] = {}
+    if "cycle" in filters:
+        values["cycle_ids"] = referenced_ids(scope, Cycle, "cycle", filters["cycle"])
+    if "program" in filters:
+        values["program_ids"] = referenced_ids(scope, Program, "program", filters["program"])
+    for name in DATE_FILTERS:
+        if name in filters:
+            values[name] = filters[name]
+    if "stage" in filters:
+        values["stage"] = pipeline_stage(scope, filters["stage"])
+    for name in ("decision", "enrolled", "paid"):
+        if name in filters:
+            values[name] = filters[name]
+    if "q" in filters:
+        values["q_pattern"] = _like_pattern(fold(filters["q"]))
+        if _APPLICATION_ID_SHAPE.match(filters["q"]):
+            values["q_id"] = filters["q"]
+    return values
+
+
+PARAMETER_PREFIX = "list_"
+
+
+def _bound(values: Mapping[str, Any], name: str, column, expanding: bool = False):
+    """Filter value `name` as the named parameter `list_<name>`. A statement kept for reuse is run with each
+    request's values under the same names (see `page_statement`)."""
+    return bindparam(PARAMETER_PREFIX + name, values[name], type_=column.type, expanding=expanding)
+
+
+# Each filter value's condition on the applications, in the order they are applied.
+_CONDITIONS = {
+    "cycle_ids": lambda values: Application.cycle_id.in_(_bound(values, "cycle_ids", Application.cycle_id, True)),
+    "program_ids": lambda values: Application.program_id.in_(
+        _bound(values, "program_ids", Application.program_id, True)),
+    "submitted_after": lambda values: Application.submitted_at >= _bound(
+        values, "submitted_after", Application.submitted_at),
+    "submitted_before": lambda values: Application.submitted_at < _bound(
+        values, "submitted_before", Application.submitted_at),
+    "updated_since": lambda values: Application.updated_at >= _bound(values, "updated_since", Application.updated_at),
+    "stage": lambda values: Application.stage == _bound(values, "stage", Application.stage),
+    "decision": lambda values: Application.decision == _bound(values, "decision", Application.decision),
+    "enrolled": lambda values: Application.enrolled == _bound(values, "enrolled", Application.enrolled),
+    "paid": lambda values: Application.paid == _bound(values, "paid", Application.paid),
+}
+
+
+def filtered(scope: InstitutionScope, values: Mapping[str, Any], statement: Select | None = None) -> Select:
+    """`statement` (default: the record select) with the conditions of `filter_values`' values."""
+    applicant_joined = statement is None
+    statement = application_select(scope) if statement is None else statement
+    conditions = [condition(values) for name, condition in _CONDITIONS.items() if name in values]
+    if "q_pattern" in values:
+        conditions += [_search_condition(scope, values, applicant_joined), not_erased(scope)]
+    return statement.where(*conditions) if conditions else statement
+
+
+def filtered_applications(scope: InstitutionScope, filters: Mapping[str, Any], statement: Select | None = None):
+    """Apply the list filters to `statement` (default: the record select of this institution).
+
+    Raises InvalidInput when `cycle` or `program` names nothing of this institution (a foreign id included).
+    """
+    return filtered(scope, filter_values(scope, filters), statement)
+
+
+def not_erased(scope: InstitutionScope):
+    """Leaves out applications of applicants whose personal data was erased (search and exports)."""
+    return Application.applicant_id.not_in(
+        scope.select(Applicant, Applicant.id).where(Applicant.erased_at.is_not(None)))
+
+
+def plan_search_for_buffer_cache() -> None:
+    """Steer the PostgreSQL planner of this transaction's search towards plans that stay fast.
+
+    A search page either walks the (submitted_at, id) index and checks each applicant, or starts from the
+    trigram index and sorts the matches. With the default `effective_cache_size` the planner costs the walk's
+    applicant lookups as almost free, so texts shared by 0.1 to 1% of applicants were walked through tens of
+    thousands of lookups that miss PostgreSQL's own buffers (0.3 to 1.4 s at a million applications). Telling
+    it, for this transaction only, that the cache is `shared_buffers` makes it walk only for common texts;
+    parallel workers are off because starting them costs more than these short queries.
+    """
+    db.session.execute(select(
+        func.set_config("effective_cache_size", func.current_setting("shared_buffers"), True),
+        func.set_config("max_parallel_workers_per_gather", "0", True)))
+
+
+# The order of exports: the list's default order.
+EXPORT_ORDER = (Application.submitted_at, Application.id)
+
+
+def ordered_applications(scope: InstitutionScope, filters: Mapping[str, Any]) -> Select:
+    """Every matching application record, in list order (for exports; erased applicants left out)."""
+    return filtered_applications(scope, filters).where(not_erased(scope)).order_by(*EXPORT_ORDER)
+
+
+def _order_columns(sort: Sort) -> tuple:
+    """The keyset columns of a sort (an index of migration 0014 or earlier serves each, forwards or backwards)."""
+    if sort.key == "updated":
+        return Application.updated_at, Application.id
+    if sort.key == "name":
+        # The applicant's folded "first last email": case and accents do not change the order.
+        return Applicant.search_text, Applicant.id, Application.id
+    return Application.submitted_at, Application.id
+
+
+def keyset_after(scope: InstitutionScope, position: Position, *columns, descending: bool = False):
+    """`(columns) > position` (`<` when descending): the rows after the cursor in this order. The position's
+    values are the named parameters of `after_parameters`."""
+    check_issuer(scope, position)
+    bound = tuple(bindparam(name, value, type_=column.type)
+                  for (name, value), column in zip(after_parameters(position).items(), columns))
+    after = tuple_(*columns) < tuple_(*bound) if descending else tuple_(*columns) > tuple_(*bound)
+    if len(columns) < 3:
+        return after
+    # Keys from two tables (name: the applicant's text and id, then the application id): the same bound on the
+    # first table's keys alone is what its index can start from; without it the walk starts at the beginning.
+    leading, values = tuple_(*columns[:-1]), tuple_(*bound[:-1])
+    return and_(leading <= values if descending else leading >= values, after)
+
+
+def after_parameters(position: Position) -> dict[str, Any]:
+    return {f"list_after_{number}": value for number, value in enumerate(position.values)}
+
+
+def ordered_page(scope: InstitutionScope, values: Mapping[str, Any], query: ApplicationQuery) -> Select:
+    """The page statement of a sort other than `stage`: filters, cursor condition, order, limit + 1 rows."""
+    statement = filtered(scope, values)
+    sort = query.sort
+    if sort.key == "name":
+        # The applicant's own institution condition lets its (institution, search_text, id) index give the
+        # order, joined to each applicant's applications.
+        statement = statement.add_columns(Applicant.search_text.label("sort_name")).where(scope.owns(Applicant))
+    columns = _order_columns(sort)
+    if query.after is not None:
+        statement = statement.where(keyset_after(scope, query.after, *columns, descending=sort.descending))
+    statement = statement.order_by(*(column.desc() if sort.descending else column for column in columns))
+    return statement.limit(page_limit(query.limit + 1))
+
+
+# Page statements already built, by shape: institution, which filters, sort, whether a cursor, limit.
+_PAGE_STATEMENTS: dict[tuple, Select] = {}
+
+
+_PAGE_STATEMENTS_KEPT = 512
+
+
+def page_statement(shape: tuple, build) -> Select:
+    """The statement of this shape, built once and run again with each request's values (every value of a
+    page statement is a named parameter, `list_…`, given at execution), or built now.
+
+    Building the record select with its filters and generating its cache key cost SQLAlchemy more than the
+    rest of the query's execution (0.1 and 0.2 ms of a list request's 3.3 ms of Python here); a statement
+    object run again has both already. At most `_PAGE_STATEMENTS_KEPT` are kept (then the lot is forgotten).
+    """
+    statement = _PAGE_STATEMENTS.get(shape)
+    if statement is None:
+        if len(_PAGE_STATEMENTS) >= _PAGE_STATEMENTS_KEPT:
+            _PAGE_STATEMENTS.clear()
+        statement = _PAGE_STATEMENTS[shape] = build()
+    return statement
+
+
+def page_limit(rows: int):
+    """A LIMIT written into the statement's text rather than sent as a parameter.
+
+    Statements run five times on a connection become prepared statements; PostgreSQL then plans them once
+    (a generic plan) only when that plan is estimated no dearer than planning each time. With `LIMIT $n` the
+    generic plan must assume an unknown row count and never wins, so a page query was planned on every
+    request (about 1.2 ms for the application list, more than running it). With the number in the text, the
+    plan is kept; a different limit is another statement.
+    """
+    return bindparam("page_limit", rows, type_=Integer, literal_execute=True)
