@@ -1,1 +1,2 @@
-"""Karibu's domain: models, queries, cursors, events, billing. Knows nothing of HTTP or RQ."""
+"""Karibu's domain, by area (accounts, applications, audit, events, outbox, webhooks, messages, verification,
+privacy, models) over a small platform layer (config, db, queue, errors, …). Knows nothing of HTTP or RQ."""

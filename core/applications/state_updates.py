@@ -1,4 +1,5 @@
-"""Bulk updates of the admission state of applications.
+"""Updates of the admission state of applications named by id (the API's PATCH, the portal's edits), and
+sending a decision, which is one such update.
 
 A batch is all-or-nothing: every item is checked (shape, types, ids of the
 caller's institution, pipeline stages, sendable decisions) before anything is
