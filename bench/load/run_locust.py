@@ -1,6 +1,6 @@
 """The load test a user can run (#12): locust, headless, against Karibu and the minimal-Flask baseline.
 
-Starts, in turn for each run (interleaved), the baseline app (bench/load/baseline_app.py, a body the size
+Starts, in turn for each run (interleaved), the baseline app (bench/harness/baseline_app.py, a body the size
 of Karibu's list page) and Karibu on the same gunicorn settings, both on loopback, and drives each with
 bench/load/locustfile.py (list, search, by-id, PATCH, trial verification, portal applicant list) for
 `--run-time` seconds or `--max-requests` requests, whichever comes first. Prints req/s, p50 and p99 per
@@ -108,7 +108,7 @@ def main() -> None:
                  "KARIBU_LOAD_MAX_REQUESTS": str(options.max_requests), "KARIBU_LOAD_SECONDS": str(options.run_time)}
     results: dict[str, list[dict]] = {"baseline": [], "karibu": []}
     for run in range(1, options.runs + 1):
-        with gunicorn("bench.load.baseline_app:app", PROJECT_ROOT, extra_env={"BASELINE_BODY_BYTES": str(body_bytes)},
+        with gunicorn("bench.harness.baseline_app:app", PROJECT_ROOT, extra_env={"BASELINE_BODY_BYTES": str(body_bytes)},
                       **settings) as base:
             results["baseline"].append(run_locust(base, options, env_extra))
         with gunicorn("wsgi:app", PROJECT_ROOT, **settings) as base:

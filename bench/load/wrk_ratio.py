@@ -1,7 +1,7 @@
 """Issue #12's API-under-load ratio: wrk against Karibu and a minimal Flask app on the same gunicorn settings.
 
 For each run, in turn (interleaved, so a busy shared machine weighs on both alike): the baseline app
-(bench/load/baseline_app.py, a body the size of Karibu's list page), then each Karibu source tree given,
+(bench/harness/baseline_app.py, a body the size of Karibu's list page), then each Karibu source tree given,
 each driven by wrk with 32 keep-alive connections for `--duration` seconds:
 
 - list: `GET /api/v1/applications?limit=50` with a live key of the bench database's biggest institution;
@@ -96,7 +96,7 @@ def main() -> None:
     for run in range(1, options.runs + 1):
         for label, settings in configurations:
             for name, source in [("baseline", PROJECT_ROOT), *trees]:
-                app = "bench.load.baseline_app:app" if name == "baseline" else "wsgi:app"
+                app = "bench.harness.baseline_app:app" if name == "baseline" else "wsgi:app"
                 if name == "baseline" and body_bytes is None:
                     with gunicorn("wsgi:app", trees[-1][1], **settings) as base:
                         body_bytes = len(requests.get(base + LIST_PATH, headers=live, timeout=60).content)
