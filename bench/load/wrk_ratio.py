@@ -30,8 +30,8 @@ from pathlib import Path
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from bench.load.common import (  # noqa: E402
-    PROJECT_ROOT, TRIAL_KEY, bench_institution_id, gunicorn, load_average, new_api_key, spread,
+from bench.harness import (  # noqa: E402
+    PROJECT_ROOT, TRIAL_KEY, bench_institution_id, gunicorn, load_average, new_api_key, server_env, spread,
 )
 
 LIST_PATH = "/api/v1/applications?limit=50"
@@ -85,7 +85,7 @@ def main() -> None:
     trees = [(name, Path(path).resolve()) for name, path in (t.split("=", 1) for t in options.tree)] \
         or [("karibu", PROJECT_ROOT)]
     configurations = [_gunicorn_settings(text) for text in options.gunicorn or ["3x2:gthread"]]
-    key = new_api_key(bench_institution_id())
+    key = new_api_key(bench_institution_id(), "load bench")
     live = {"Authorization": f"Bearer {key}"}
     trial = {"Authorization": f"Bearer {TRIAL_KEY}", "Content-Type": "application/json"}
     print(f"gunicorn {', '.join(label for label, _ in configurations)}; {options.connections} connections, "
@@ -98,14 +98,16 @@ def main() -> None:
             for name, source in [("baseline", PROJECT_ROOT), *trees]:
                 app = "bench.harness.baseline_app:app" if name == "baseline" else "wsgi:app"
                 if name == "baseline" and body_bytes is None:
-                    with gunicorn("wsgi:app", trees[-1][1], **settings) as base:
+                    with gunicorn("wsgi:app", source=trees[-1][1], **settings) as server:
+                        base = server.url
                         body_bytes = len(requests.get(base + LIST_PATH, headers=live, timeout=60).content)
                         issuers = requests.get(base + "/api/v1/verifications/issuers", headers=trial,
                                                timeout=60).json()
                         verification_body = json.dumps(_first_demo_request(issuers))
                     print(f"list body {body_bytes} bytes; verification body {verification_body}")
-                extra = {"BASELINE_BODY_BYTES": str(body_bytes)} if name == "baseline" else None
-                with gunicorn(app, source, extra_env=extra, **settings) as base:
+                extra = {"BASELINE_BODY_BYTES": str(body_bytes)} if name == "baseline" else {}
+                with gunicorn(app, source=source, env=server_env(source=source, **extra), **settings) as server:
+                    base = server.url
                     if name == "baseline":
                         wrk(base + "/", options.warmup, options.connections, {})
                         measured = {"list": wrk(base + "/", options.duration, options.connections, {})}
