@@ -68,7 +68,8 @@ def main() -> None:
         session = staff_session(base)
         first = session.get(f"{base}/applicants").text
         cursor_url = re.search(r'hx-get="(/applicants\?cursor=[^"]+)"', first).group(1).replace("&amp;", "&")
-        application_id = re.search(r'href="/applicants/(app_[A-Za-z0-9]+)"', first).group(1)
+        # The file's link carries the list's view (`?back=…`).
+        application_id = re.search(r'href="/applicants/(app_[A-Za-z0-9]+)[?"]', first).group(1)
         pages = [
             ("dashboard (current cycle)", "/dashboard", False),
             ("applicants, first page", "/applicants", False),
