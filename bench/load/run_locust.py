@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import importlib.util
 import json
 import os
 import subprocess
@@ -69,7 +70,10 @@ def run_locust(base: str, options, env_extra: dict[str, str]) -> dict[str, dict]
             reasons = [f"{row['Name']}: {row['Error']} ({row['Occurrences']}×)" for row in csv.DictReader(failures)]
     measured = {name: {"rps": float(row["Requests/s"]), "p50": float(row["50%"]), "p99": float(row["99%"]),
                        "failures": int(row["Failure Count"]), "requests": int(row["Request Count"])}
-                for name, row in rows.items() if name in ENDPOINTS or name == "Aggregated"}
+                for name, row in rows.items()
+                if (name in ENDPOINTS or name == "Aggregated") and int(row["Request Count"])}  # else N/A
+    if "Aggregated" not in measured:  # locust writes its CSV once a second: a shorter run leaves none
+        raise SystemExit("locust recorded no requests: give it a few seconds (--run-time, --max-requests)")
     measured["Aggregated"]["reasons"] = reasons
     return measured
 
@@ -85,6 +89,8 @@ def main() -> None:
     parser.add_argument("--staff-email", default="admin@demo-university.ac.rw")
     parser.add_argument("--staff-password", default="karibu-demo-2026")
     options = parser.parse_args()
+    if importlib.util.find_spec("locust") is None:
+        raise SystemExit("locust is not installed: pip install -e '.[bench]'")
     settings = dict(workers=options.workers, threads=options.threads, worker_class="gthread")
     key = new_api_key(bench_institution_id(), "load bench")
     with gunicorn("wsgi:app", **settings) as server:
