@@ -29,16 +29,12 @@ from pathlib import Path
 import psycopg
 import requests
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _server import Server, base_env
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from bench.harness import libpq_url, percentile, server_env  # noqa: E402
+from zip_bench import REDIS_URL, sync_server  # noqa: E402
 
 BATCH = 500
 DECISIONS = ["accepted", "waitlisted", "rejected", "deferred"]
-
-
-def libpq_url(database_url: str) -> str:
-    return database_url.replace("postgresql+psycopg://", "postgresql://", 1)
 
 
 def sample_ids(database_url: str, institution_id: str, count: int) -> tuple[list[str], list[str], int]:
@@ -56,11 +52,6 @@ def sample_ids(database_url: str, institution_id: str, count: int) -> tuple[list
     if len(ids) < count:
         raise SystemExit(f"only {len(ids)} sampled ids, need {count}")
     return ids[:count], stages, total
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
 def main() -> None:
@@ -82,7 +73,7 @@ def main() -> None:
     }
     headers = {"Authorization": f"Bearer {args.api_key}"}
     print(f"institution applications: {total}; {args.requests} batches of {BATCH} per scenario")
-    with Server(base_env(DATABASE_URL=database_url)) as server, requests.Session() as session:
+    with sync_server(server_env(database_url, REDIS_URL=REDIS_URL)) as server, requests.Session() as session:
         session.patch(f"{server.url}/api/v1/applications/update", headers=headers,
                       json={"updates": [{"id": ids[0], "enrolled": False}]}, timeout=60)
         for name, build in scenarios.items():

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import statistics
 import subprocess
@@ -33,13 +32,18 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench.harness import flask_cli, flask_json, gunicorn, memory_kib, server_env  # noqa: E402
 
-from _server import Server, base_env, flask_cli, memory_kib
-
+HERE = Path(__file__).resolve().parent
+REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/4")
 READ_CHUNK = 1024 * 1024
 SMALL_PAGE = 10     # applications with a 1 MB document: a 10 MB page
 BIG_PAGE = 100      # 10 x 1 MB + 90 x --big-mb (11) MB: a 1 GB page by default
+
+
+def sync_server(env: dict[str, str], application: str = "wsgi:create_app()", **options):
+    """gunicorn with one sync worker, so the worker's memory is the server's memory."""
+    return gunicorn(application, env=env, workers=1, worker_class="sync", timeout=600, **options)
 
 
 def attach_documents(env: dict, institution_id: str, storage_dir: Path, big_mb: int) -> list[Path]:
@@ -142,12 +146,10 @@ def main() -> None:
         workdir = Path(workdir)
         storage_dir = workdir / "documents"
         storage_dir.mkdir()
-        env = base_env(
-            DATABASE_URL=f"sqlite:///{workdir / 'bench.db'}",
-            DOCUMENT_STORAGE_DIR=str(storage_dir),
-        )
-        flask_cli(env, "db", "upgrade")
-        seeded = json.loads(flask_cli(env, "seed-demo", "--applications", str(BIG_PAGE), "--json"))
+        env = server_env(f"sqlite:///{workdir / 'bench.db'}", DOCUMENT_STORAGE_DIR=str(storage_dir),
+                         REDIS_URL=REDIS_URL)
+        flask_cli("db", "upgrade", env=env)
+        seeded = flask_json("seed-demo", "--applications", str(BIG_PAGE), env=env)
         paths = attach_documents(env, seeded["institution_id"], storage_dir, args.big_mb)
         big_paths = paths  # the 1 GB page holds every generated file
         small_paths = paths[:SMALL_PAGE]
@@ -155,8 +157,8 @@ def main() -> None:
         file_list = workdir / "files.txt"
         file_list.write_text("\n".join(str(p) for p in big_paths))
         raw_env = {**env, "BENCH_FILE_LIST": str(file_list)}
-        with Server(env) as server, Server(raw_env, application="raw_files:app",
-                                           chdir=Path(__file__).resolve().parent, probe="/") as raw_server:
+        with sync_server(env, probe="/api/v1/openapi.json") as server, \
+                sync_server(raw_env, "raw_files:app", source=HERE, probe="/") as raw_server:
             worker = server.worker_pids()[0]
             key = seeded["api_key"]
             download(server.url, key, 1)

@@ -15,15 +15,17 @@ import os
 import statistics
 import sys
 import time
-import uuid
 from pathlib import Path
 
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-ADMIN_URL = os.environ.get("KARIBU_BENCH_POSTGRES_URL", "postgresql+psycopg://root@127.0.0.1:5432/postgres")
+from bench.harness import (  # noqa: E402
+    BENCH_SECRET_KEY, load_average, percentile, sqlalchemy_url, throwaway_database,
+)
+
 BATCH = 10_000
 INSERT_BATCH = """
 INSERT INTO events (id, institution_id, type, occurred_at, payload, subject_id)
@@ -37,11 +39,6 @@ FROM generate_series(1, :count) AS n
 
 def ms(seconds: float) -> str:
     return f"{seconds * 1000:.2f} ms"
-
-
-def percentile(samples: list[float], fraction: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 def summary(samples: list[float]) -> str:
@@ -70,20 +67,8 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the database (its name is printed)")
     args = parser.parse_args()
 
-    name = f"karibu_bench_events_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    database_url = ADMIN_URL.rsplit("/", 1)[0] + "/" + name
-    try:
-        run(args, database_url)
-    finally:
-        if args.keep:
-            print(f"kept database {name}")
-        else:
-            with admin.connect() as connection:
-                connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with throwaway_database("karibu_bench_events", keep=args.keep) as database_url:
+        run(args, sqlalchemy_url(database_url))
 
 
 def run(args, database_url: str) -> None:
@@ -97,7 +82,7 @@ def run(args, database_url: str) -> None:
     from core.scoping import InstitutionScope
     from wsgi import create_app
 
-    app = create_app({"SQLALCHEMY_DATABASE_URI": database_url, "SECRET_KEY": "bench-" + "x" * 40,
+    app = create_app({"SQLALCHEMY_DATABASE_URI": database_url, "SECRET_KEY": BENCH_SECRET_KEY,
                       "API_RATE_LIMIT": "1000000/minute", "RATELIMIT_STORAGE_URI": "memory://",
                       "REDIS_URL": os.environ.get("KARIBU_BENCH_REDIS_URL", "redis://127.0.0.1:6379/9")})
     with app.app_context():
@@ -175,7 +160,7 @@ def run(args, database_url: str) -> None:
     print(f"  empty poll (at the end):  {summary(empty)}")
     print(f"    of which the feed query: {summary(empty_query)}")
     print(f"  GET /institution (floor): {summary(baseline)}  <- authentication, rate limit, audit row")
-    print(f"  load average: {' '.join(f'{value:.1f}' for value in os.getloadavg())} on {os.cpu_count()} CPUs")
+    print(f"  load average: {load_average()} on {os.cpu_count()} CPUs")
     from core.events.feed import _OLDEST_RUNNING_TRANSACTION
 
     statement = ("EXPLAIN (ANALYZE, BUFFERS) SELECT * FROM events WHERE institution_id = :i "

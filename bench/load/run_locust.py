@@ -1,6 +1,6 @@
 """The load test a user can run (#12): locust, headless, against Karibu and the minimal-Flask baseline.
 
-Starts, in turn for each run (interleaved), the baseline app (bench/load/baseline_app.py, a body the size
+Starts, in turn for each run (interleaved), the baseline app (bench/harness/baseline_app.py, a body the size
 of Karibu's list page) and Karibu on the same gunicorn settings, both on loopback, and drives each with
 bench/load/locustfile.py (list, search, by-id, PATCH, trial verification, portal applicant list) for
 `--run-time` seconds or `--max-requests` requests, whichever comes first. Prints req/s, p50 and p99 per
@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import argparse
 import csv
+import importlib.util
 import json
-import re
+import os
 import subprocess
 import sys
 import tempfile
@@ -25,25 +26,17 @@ from pathlib import Path
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from bench.load.common import (  # noqa: E402
-    PROJECT_ROOT, TRIAL_KEY, bench_institution_id, gunicorn, load_average, new_api_key, spread,
+from bench.harness import (  # noqa: E402
+    TRIAL_KEY, bench_institution_id, gunicorn, load_average, new_api_key, server_env, sign_in, spread,
 )
 
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 ENDPOINTS = ("list", "search", "by-id", "patch", "verification", "portal applicants")
-_CSRF = re.compile(r'name="csrf_token" type="hidden" value="([^"]+)"')
 
 
-def sign_in(base: str, email: str, password: str) -> str:
+def session_cookie(base: str, email: str, password: str) -> str:
     """`name=value` of a signed-in staff session cookie."""
-    session = requests.Session()
-    form = session.get(f"{base}/login", timeout=60).text
-    response = session.post(f"{base}/login", data={"email": email, "password": password,
-                                                   "csrf_token": _CSRF.search(form).group(1)},
-                            allow_redirects=False, timeout=60)
-    if response.status_code != 302:
-        raise SystemExit(f"staff sign-in failed ({response.status_code}): check --staff-email/--staff-password")
-    cookie = next(iter(session.cookies))
+    cookie = next(iter(sign_in(base, email, password).cookies))
     return f"{cookie.name}={cookie.value}"
 
 
@@ -70,14 +63,17 @@ def run_locust(base: str, options, env_extra: dict[str, str]) -> dict[str, dict]
             [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "--host", base,
              "-u", str(options.users), "-r", str(options.users), "--run-time", f"{options.run_time * 3 + 30}s",
              "--csv", prefix, "--only-summary", "--loglevel", "WARNING", "--stop-timeout", "5"],
-            env={**__import__("os").environ, **env_extra}, check=False, capture_output=True, text=True)
+            env={**os.environ, **env_extra}, check=False, capture_output=True, text=True)
         with open(prefix + "_stats.csv", newline="") as stats:
             rows = {row["Name"]: row for row in csv.DictReader(stats)}
         with open(prefix + "_failures.csv", newline="") as failures:
             reasons = [f"{row['Name']}: {row['Error']} ({row['Occurrences']}×)" for row in csv.DictReader(failures)]
     measured = {name: {"rps": float(row["Requests/s"]), "p50": float(row["50%"]), "p99": float(row["99%"]),
                        "failures": int(row["Failure Count"]), "requests": int(row["Request Count"])}
-                for name, row in rows.items() if name in ENDPOINTS or name == "Aggregated"}
+                for name, row in rows.items()
+                if (name in ENDPOINTS or name == "Aggregated") and int(row["Request Count"])}  # else N/A
+    if "Aggregated" not in measured:  # locust writes its CSV once a second: a shorter run leaves none
+        raise SystemExit("locust recorded no requests: give it a few seconds (--run-time, --max-requests)")
     measured["Aggregated"]["reasons"] = reasons
     return measured
 
@@ -93,9 +89,12 @@ def main() -> None:
     parser.add_argument("--staff-email", default="admin@demo-university.ac.rw")
     parser.add_argument("--staff-password", default="karibu-demo-2026")
     options = parser.parse_args()
-    settings = dict(workers=options.workers, threads=options.threads)
-    key = new_api_key(bench_institution_id())
-    with gunicorn("wsgi:app", PROJECT_ROOT, **settings) as base:
+    if importlib.util.find_spec("locust") is None:
+        raise SystemExit("locust is not installed: pip install -e '.[bench]'")
+    settings = dict(workers=options.workers, threads=options.threads, worker_class="gthread")
+    key = new_api_key(bench_institution_id(), "load bench")
+    with gunicorn("wsgi:app", **settings) as server:
+        base = server.url
         body_bytes = len(requests.get(f"{base}/api/v1/applications?limit=50",
                                       headers={"Authorization": f"Bearer {key}"}, timeout=60).content)
         issuers = requests.get(f"{base}/api/v1/verifications/issuers",
@@ -108,13 +107,14 @@ def main() -> None:
                  "KARIBU_LOAD_MAX_REQUESTS": str(options.max_requests), "KARIBU_LOAD_SECONDS": str(options.run_time)}
     results: dict[str, list[dict]] = {"baseline": [], "karibu": []}
     for run in range(1, options.runs + 1):
-        with gunicorn("bench.load.baseline_app:app", PROJECT_ROOT, extra_env={"BASELINE_BODY_BYTES": str(body_bytes)},
-                      **settings) as base:
-            results["baseline"].append(run_locust(base, options, env_extra))
-        with gunicorn("wsgi:app", PROJECT_ROOT, **settings) as base:
-            cookie = sign_in(base, options.staff_email, options.staff_password)
-            warm(base, key, cookie, verification)
-            results["karibu"].append(run_locust(base, options, {**env_extra, "KARIBU_LOAD_PORTAL_COOKIE": cookie}))
+        with gunicorn("bench.harness.baseline_app:app", env=server_env(BASELINE_BODY_BYTES=str(body_bytes)),
+                      **settings) as server:
+            results["baseline"].append(run_locust(server.url, options, env_extra))
+        with gunicorn("wsgi:app", **settings) as server:
+            cookie = session_cookie(server.url, options.staff_email, options.staff_password)
+            warm(server.url, key, cookie, verification)
+            results["karibu"].append(run_locust(server.url, options,
+                                                {**env_extra, "KARIBU_LOAD_PORTAL_COOKIE": cookie}))
         print(f"run {run}: baseline {results['baseline'][-1]['Aggregated']['rps']:.0f} req/s, "
               f"Karibu {results['karibu'][-1]['Aggregated']['rps']:.0f} req/s, load {load_average()}", flush=True)
         for reason in results["karibu"][-1]["Aggregated"]["reasons"]:

@@ -15,9 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -25,55 +22,33 @@ from pathlib import Path
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from bench.load.common import (  # noqa: E402
-    PROJECT_ROOT, TRIAL_KEY, bench_institution_id, free_port, load_average, new_api_key, server_env,
-    wait_until_serving,
+from bench.harness import (  # noqa: E402
+    PROJECT_ROOT, TRIAL_KEY, Server, bench_institution_id, gunicorn, load_average, new_api_key, rss_pss_kib,
+    server_env,
 )
 
 VERIFICATION_BODY = json.dumps({"issuer": "NESA", "national_id": "1200270014582031", "exam_number": "0103020117",
                                 "level": "P-Level"})
 
 
-def memory_kib(pid: int) -> tuple[int, int]:
-    """(RSS, PSS) of a process in KiB."""
-    fields = {}
-    with open(f"/proc/{pid}/smaps_rollup") as rollup:
-        for line in rollup:
-            parts = line.split()
-            if len(parts) >= 2 and parts[0].endswith(":"):
-                fields[parts[0][:-1]] = int(parts[1]) if parts[1].isdigit() else 0
-    return fields["Rss"], fields["Pss"]
-
-
-def worker_pids(master: int) -> list[int]:
-    children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
-    return sorted(int(pid) for pid in children)
-
-
-def report(label: str, master: int) -> list[float]:
+def report(label: str, server: Server) -> list[float]:
     rss_values = []
-    for pid in worker_pids(master):
-        rss, pss = memory_kib(pid)
+    for pid in server.worker_pids():
+        rss, pss = rss_pss_kib(pid)
         rss_values.append(rss / 1024)
         print(f"  {label:14} worker {pid}: RSS {rss / 1024:6.1f} MiB  PSS {pss / 1024:6.1f} MiB")
     return rss_values
 
 
 def measure(name: str, source: Path, api_key: str, requests_count: int, workers: int) -> dict[str, list[float]]:
-    port = free_port()
-    env = {**server_env(source), "WEB_CONCURRENCY": str(workers)}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "-c", "python:ops.gunicorn_config", "--bind", f"127.0.0.1:{port}",
-         "wsgi:app"], cwd=source, env=env, start_new_session=True,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_serving(base, f"{name}: gunicorn")
-        while len(worker_pids(process.pid)) < workers:
+    env = server_env(source=source, WEB_CONCURRENCY=str(workers))
+    with gunicorn("wsgi:app", env=env, source=source, deployed=True) as server:
+        base = server.url
+        while len(server.worker_pids()) < workers:
             time.sleep(0.2)
         time.sleep(3)
         print(f"{name} ({source})")
-        at_start = report("at start", process.pid)
+        at_start = report("at start", server)
         session = requests.Session()
         live = {"Authorization": f"Bearer {api_key}"}
         trial = {"Authorization": f"Bearer {TRIAL_KEY}", "Content-Type": "application/json"}
@@ -83,11 +58,8 @@ def measure(name: str, source: Path, api_key: str, requests_count: int, workers:
             session.get(f"{base}/api/v1/openapi.json", timeout=60).raise_for_status()
             session.get(f"{base}/login", timeout=60).raise_for_status()
         time.sleep(3)
-        after = report("after traffic", process.pid)
+        after = report("after traffic", server)
         return {"start": at_start, "after": after}
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=60)
 
 
 def main() -> None:
@@ -97,7 +69,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     options = parser.parse_args()
     trees = [tuple(item.split("=", 1)) for item in options.tree] or [("karibu", str(PROJECT_ROOT))]
-    api_key = new_api_key(bench_institution_id())
+    api_key = new_api_key(bench_institution_id(), "load bench")
     print(f"load average {load_average()}")
     results = {name: measure(name, Path(path).resolve(), api_key, options.requests, options.workers)
                for name, path in trees}

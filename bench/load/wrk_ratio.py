@@ -1,7 +1,7 @@
 """Issue #12's API-under-load ratio: wrk against Karibu and a minimal Flask app on the same gunicorn settings.
 
 For each run, in turn (interleaved, so a busy shared machine weighs on both alike): the baseline app
-(bench/load/baseline_app.py, a body the size of Karibu's list page), then each Karibu source tree given,
+(bench/harness/baseline_app.py, a body the size of Karibu's list page), then each Karibu source tree given,
 each driven by wrk with 32 keep-alive connections for `--duration` seconds:
 
 - list: `GET /api/v1/applications?limit=50` with a live key of the bench database's biggest institution;
@@ -30,8 +30,8 @@ from pathlib import Path
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from bench.load.common import (  # noqa: E402
-    PROJECT_ROOT, TRIAL_KEY, bench_institution_id, gunicorn, load_average, new_api_key, spread,
+from bench.harness import (  # noqa: E402
+    PROJECT_ROOT, TRIAL_KEY, bench_institution_id, gunicorn, load_average, new_api_key, server_env, spread,
 )
 
 LIST_PATH = "/api/v1/applications?limit=50"
@@ -85,7 +85,7 @@ def main() -> None:
     trees = [(name, Path(path).resolve()) for name, path in (t.split("=", 1) for t in options.tree)] \
         or [("karibu", PROJECT_ROOT)]
     configurations = [_gunicorn_settings(text) for text in options.gunicorn or ["3x2:gthread"]]
-    key = new_api_key(bench_institution_id())
+    key = new_api_key(bench_institution_id(), "load bench")
     live = {"Authorization": f"Bearer {key}"}
     trial = {"Authorization": f"Bearer {TRIAL_KEY}", "Content-Type": "application/json"}
     print(f"gunicorn {', '.join(label for label, _ in configurations)}; {options.connections} connections, "
@@ -96,16 +96,18 @@ def main() -> None:
     for run in range(1, options.runs + 1):
         for label, settings in configurations:
             for name, source in [("baseline", PROJECT_ROOT), *trees]:
-                app = "bench.load.baseline_app:app" if name == "baseline" else "wsgi:app"
+                app = "bench.harness.baseline_app:app" if name == "baseline" else "wsgi:app"
                 if name == "baseline" and body_bytes is None:
-                    with gunicorn("wsgi:app", trees[-1][1], **settings) as base:
+                    with gunicorn("wsgi:app", source=trees[-1][1], **settings) as server:
+                        base = server.url
                         body_bytes = len(requests.get(base + LIST_PATH, headers=live, timeout=60).content)
                         issuers = requests.get(base + "/api/v1/verifications/issuers", headers=trial,
                                                timeout=60).json()
                         verification_body = json.dumps(_first_demo_request(issuers))
                     print(f"list body {body_bytes} bytes; verification body {verification_body}")
-                extra = {"BASELINE_BODY_BYTES": str(body_bytes)} if name == "baseline" else None
-                with gunicorn(app, source, extra_env=extra, **settings) as base:
+                extra = {"BASELINE_BODY_BYTES": str(body_bytes)} if name == "baseline" else {}
+                with gunicorn(app, source=source, env=server_env(source=source, **extra), **settings) as server:
+                    base = server.url
                     if name == "baseline":
                         wrk(base + "/", options.warmup, options.connections, {})
                         measured = {"list": wrk(base + "/", options.duration, options.connections, {})}

@@ -28,44 +28,25 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-ADMIN_URL = os.environ.get("KARIBU_BENCH_POSTGRES_URL", "postgresql://root@127.0.0.1:5432/postgres")
+# Appended, not put first: `patch-run` imports the app from the tree it runs in (its working directory).
+sys.path.append(str(ROOT))
+from bench.harness import BENCH_SECRET_KEY, load_average, spread, sqlalchemy_url, throwaway_database  # noqa: E402
+
 DECISIONS = ("accepted", "waitlisted", "deferred", "rejected")
-
-
-def _psycopg(url: str) -> str:
-    return url.replace("postgresql://", "postgresql+psycopg://", 1)
-
-
-def create_database() -> str:
-    from sqlalchemy import create_engine, text
-    name = f"karibu_bench_{uuid.uuid4().hex[:10]}"
-    engine = create_engine(_psycopg(ADMIN_URL), isolation_level="AUTOCOMMIT")
-    with engine.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    engine.dispose()
-    return ADMIN_URL.rsplit("/", 1)[0] + "/" + name
-
-
-def drop_database(url: str) -> None:
-    from sqlalchemy import create_engine, text
-    engine = create_engine(_psycopg(ADMIN_URL), isolation_level="AUTOCOMMIT")
-    with engine.connect() as connection:
-        connection.execute(text(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)'))
-    engine.dispose()
 
 
 def make_app(database_url: str, redis_url: str, extra: dict | None = None):
     from flask_migrate import upgrade
 
     from wsgi import create_app
-    app = create_app({"SQLALCHEMY_DATABASE_URI": _psycopg(database_url), "REDIS_URL": redis_url,
+    app = create_app({"SQLALCHEMY_DATABASE_URI": sqlalchemy_url(database_url), "REDIS_URL": redis_url,
                       "RATELIMIT_STORAGE_URI": redis_url, "API_RATE_LIMIT": "1000000/minute",
-                      "SECRET_KEY": "bench-secret-key-" + "x" * 32, **(extra or {})})
+                      "SECRET_KEY": BENCH_SECRET_KEY, **(extra or {})})
     with app.app_context():
         upgrade(directory=os.path.join(app.root_path, "migrations"))
     return app
@@ -131,6 +112,19 @@ controller.stop()
 """
 
 
+@contextmanager
+def smtp_sink(port: int):
+    """An SMTP server on 127.0.0.1:`port` in another process that accepts and drops every message."""
+    sink = subprocess.Popen([sys.executable, "-c", SINK_CODE, str(port)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    assert sink.stdout.readline().strip() == "READY"
+    try:
+        yield
+    finally:
+        sink.stdin.close()
+        sink.wait(timeout=10)
+
+
 def throughput(args) -> None:
     import email.policy
     import smtplib
@@ -144,17 +138,13 @@ def throughput(args) -> None:
     from core.models.messages import Message
 
     port = 18025 + os.getpid() % 1000
-    sink = subprocess.Popen([sys.executable, "-c", SINK_CODE, str(port)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
-    assert sink.stdout.readline().strip() == "READY"
-    database_url = create_database()
     redis.Redis.from_url(args.redis_url).flushdb()
-    try:
+    with smtp_sink(port), throwaway_database() as database_url:
         app = make_app(database_url, args.redis_url, {"MAIL_SERVER": "127.0.0.1", "MAIL_PORT": port})
         key, ids = seed(app, args.messages)
         client = app.test_client()
         worker_rates, bare_rates, prebuilt_rates = [], [], []
-        print(f"load average at start: {os.getloadavg()}")
+        print(f"load average at start: {load_average()}")
         for run in range(args.runs):
             decision = DECISIONS[run % 3]  # accepted, waitlisted, deferred: every email carries a link
             for start in range(0, len(ids), 500):
@@ -192,19 +182,14 @@ def throughput(args) -> None:
             prebuilt_rates.append(len(payloads) / (time.perf_counter() - started))
             print(f"run {run + 1}: worker {worker_rates[-1]:7.1f} msg/s   bare smtplib {bare_rates[-1]:7.1f} "
                   f"msg/s   bare, prebuilt bytes {prebuilt_rates[-1]:7.1f} msg/s")
-        print(f"load average at end: {os.getloadavg()}")
+        print(f"load average at end: {load_average()}")
         for label, rates in (("worker", worker_rates), ("bare smtplib", bare_rates),
                              ("bare, prebuilt", prebuilt_rates)):
-            print(f"{label:>15}: min {min(rates):7.1f}  median {statistics.median(rates):7.1f}  "
-                  f"max {max(rates):7.1f} msg/s")
+            print(f"{label:>15}: {spread(rates, 1, labels=True, separator='  ', width=7)} msg/s")
         worker = statistics.median(worker_rates)
         print(f"ratio of medians, worker / bare smtplib: {worker / statistics.median(bare_rates):.2f}")
         prebuilt = statistics.median(prebuilt_rates)
         print(f"ratio of medians, worker / bare with prebuilt bytes: {worker / prebuilt:.2f}")
-    finally:
-        sink.stdin.close()
-        sink.wait(timeout=10)
-        drop_database(database_url)
 
 
 # --- PATCH before and after ---------------------------------------------------------------------------------
@@ -212,17 +197,14 @@ def throughput(args) -> None:
 def patch_run(args) -> None:
     """One run on the code in the current working directory: prints {"ms": [...]} as JSON."""
     import redis
-    database_url = create_database()
     redis.Redis.from_url(args.redis_url).flushdb()
-    try:
+    with throwaway_database() as database_url:
         app = make_app(database_url, args.redis_url)
         key, ids = seed(app, 500)
         client = app.test_client()
         patch(client, key, ids, "waitlisted")  # warm-up (caches, first connection)
         timings = [patch(client, key, ids, DECISIONS[turn % 4]) * 1000 for turn in range(args.patches)]
         print(json.dumps({"ms": timings}))
-    finally:
-        drop_database(database_url)
 
 
 def patch_compare(args) -> None:
@@ -230,7 +212,7 @@ def patch_compare(args) -> None:
     archive = subprocess.run(["git", "archive", args.baseline], cwd=ROOT, capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(baseline_dir)], input=archive, check=True)
     results: dict[str, list[float]] = {"before": [], "after": []}
-    print(f"load average at start: {os.getloadavg()}")
+    print(f"load average at start: {load_average()}")
     for run in range(args.runs):
         for label, directory in (("before", baseline_dir), ("after", ROOT)):
             output = subprocess.run(
@@ -243,10 +225,9 @@ def patch_compare(args) -> None:
             results[label].append(statistics.median(timings))
             print(f"run {run + 1} {label:>6}: median {results[label][-1]:7.1f} ms per PATCH of 500 "
                   f"(min {min(timings):.1f}, max {max(timings):.1f})")
-    print(f"load average at end: {os.getloadavg()}")
+    print(f"load average at end: {load_average()}")
     for label, values in results.items():
-        print(f"{label:>6}: min {min(values):7.1f}  median {statistics.median(values):7.1f}  "
-              f"max {max(values):7.1f} ms")
+        print(f"{label:>6}: {spread(values, 1, labels=True, separator='  ', width=7)} ms")
     change = statistics.median(results["after"]) / statistics.median(results["before"]) - 1
     print(f"change of the median: {change * 100:+.1f}%")
 

@@ -17,24 +17,23 @@ server's SECRET_KEY from the row found by OFFSET (slow, once).
 from __future__ import annotations
 
 import argparse
-import os
 import json
+import os
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(PROJECT_ROOT))
+from bench.harness import BENCH_SECRET_KEY, load_average, percentile  # noqa: E402
+
+# The deep cursors are signed here and checked by the server: both read SECRET_KEY from this environment.
 os.environ.setdefault("DATABASE_URL", f"postgresql://{os.environ.get('USER', 'root')}@127.0.0.1:5432/karibu_bench_list")
-os.environ.setdefault("SECRET_KEY", "portal-bench-secret-of-at-least-32-characters")
+os.environ.setdefault("SECRET_KEY", BENCH_SECRET_KEY)
 os.environ.setdefault("STAFF_EMAIL", "admin@demo-university.ac.rw")
 os.environ.setdefault("STAFF_PASSWORD", "karibu-demo-2026")
 
-import requests  # noqa: E402
-
-from bench_pages import free_port, sign_in  # noqa: E402 (same folder)
+from bench_pages import portal_server, staff_session, timed  # noqa: E402 (same folder)
 
 SORTS = ("-submitted", "submitted", "-updated", "updated", "name", "-name", "stage", "-stage")
 DEEP_ROW = 500_000
@@ -93,43 +92,17 @@ def deep_cursors() -> tuple[dict[str, tuple[str, str]], str]:
     return cursors, cycle_id
 
 
-def start_server(port: int, workers: int) -> subprocess.Popen:
-    """gunicorn on loopback; waits up to 3 minutes (the shared machine can be slow to start it)."""
-    env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT), PORTAL_LOGIN_RATE_LIMIT="1000/minute",
-               PORTAL_LOGIN_ADDRESS_RATE_LIMIT="1000/minute", LOG_LEVEL="WARNING")
-    server = subprocess.Popen([sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers",
-                               str(workers), "--log-level", "warning", "wsgi:app"], cwd=PROJECT_ROOT, env=env)
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        try:
-            requests.get(f"http://127.0.0.1:{port}/login", timeout=10)
-            return server
-        except requests.RequestException:
-            time.sleep(0.5)
-    server.terminate()
-    raise SystemExit("gunicorn did not start")
-
-
-def timed(session, url: str, runs: int, htmx: bool) -> list[float]:
-    headers = {"HX-Request": "true"} if htmx else {}
-    session.get(url, headers=headers)  # warm-up
-    samples = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        response = session.get(url, headers=headers)
-        samples.append((time.perf_counter() - started) * 1000)
-        if response.status_code != 200:
-            raise SystemExit(f"{url}: HTTP {response.status_code}")
-    return samples
-
-
-def p50(samples):
+def p50(samples: list[float]) -> float:
     return statistics.median(samples)
 
 
-def p95(samples):
-    ordered = sorted(samples)
-    return ordered[max(0, round(0.95 * (len(ordered) - 1)))]
+def p95(samples: list[float]) -> float:
+    return percentile(samples, 0.95)
+
+
+def samples(session, url: str, runs: int, htmx: bool) -> list[float]:
+    """Milliseconds of `runs` GETs of `url`, after one to warm up."""
+    return timed(session, url, runs, htmx, warm_up=True)[0]
 
 
 def main() -> None:
@@ -148,27 +121,22 @@ def main() -> None:
         cursors, cycle_id = deep_cursors()
         saved.write_text(json.dumps([cursors, cycle_id]))
     filters = [(label, url or f"/applicants?cycle={cycle_id}&stage=interview&paid=true") for label, url in FILTERS]
-    port = free_port()
-    server = start_server(port, options.workers)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        session = sign_in(base)
+    with portal_server(options.workers) as server:
+        base = server.url
+        session = staff_session(base)
         for round_number in range(1, options.rounds + 1):
-            print(f"\nround {round_number}, load average {os.getloadavg()[0]:.2f}")
-            first = timed(session, f"{base}/applicants", options.runs, htmx=False)
+            print(f"\nround {round_number}, load average {load_average()}")
+            first = samples(session, f"{base}/applicants", options.runs, htmx=False)
             print(f"{'first page + count (full page)':40} p50 {p50(first):7.1f} ms  p95 {p95(first):7.1f} ms")
             for label, path in filters:
-                samples = timed(session, base + path, options.runs, htmx=True)
-                print(f"{label:40} p50 {p50(samples):7.1f} ms  p95 {p95(samples):7.1f} ms")
+                timings = samples(session, base + path, options.runs, htmx=True)
+                print(f"{label:40} p50 {p50(timings):7.1f} ms  p95 {p95(timings):7.1f} ms")
             for sort in SORTS:
                 shallow, deep = cursors[sort]
-                shallow_ms = timed(session, f"{base}/applicants?sort={sort}&cursor={shallow}", options.runs, True)
-                deep_ms = timed(session, f"{base}/applicants?sort={sort}&cursor={deep}", options.runs, True)
+                shallow_ms = samples(session, f"{base}/applicants?sort={sort}&cursor={shallow}", options.runs, True)
+                deep_ms = samples(session, f"{base}/applicants?sort={sort}&cursor={deep}", options.runs, True)
                 print(f"sort {sort:12} shallow p50 {p50(shallow_ms):7.1f} ms  deep (row {DEEP_ROW:,}) p50 "
                       f"{p50(deep_ms):7.1f} ms  deep/shallow {p50(deep_ms) / p50(shallow_ms):.2f}", flush=True)
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """What request metrics and /metrics scraping cost: p50 of `GET /api/v1/applications` under load, with
 metrics (METRICS_ENABLED=true, /metrics scraped every second) and without (METRICS_ENABLED=false).
 
-Both servers (gunicorn, 2 workers x 4 threads, ops/gunicorn_config.py) run against the same private
+Both servers (gunicorn as deployed, ops/gunicorn_config.py, with 2 workers) run against the same private
 PostgreSQL database; rounds alternate with, without, with, … so a change of machine load hits both.
 
     .venv/bin/python bench/production/metrics_overhead.py [--rounds 4] [--seconds 10] [--clients 4]
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import threading
 import time
@@ -18,7 +19,26 @@ from pathlib import Path
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from bench.production.common import gunicorn, median, percentile, private_database, seed  # noqa: E402
+from bench.harness import (  # noqa: E402
+    PROJECT_ROOT, flask_json, gunicorn, machine_note, migrated_database, percentile, server_env,
+)
+
+SECRET_KEY = "production-bench-secret-key-0123456789abcdef"
+REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/8")
+
+
+def environment(database: str, **settings: str) -> dict[str, str]:
+    """The bench's server environment on the private database, its own secret key and Redis database."""
+    return server_env(database, SECRET_KEY=SECRET_KEY, REDIS_URL=REDIS_URL, **settings)
+
+
+def served(database: str, **settings: str):
+    """Karibu under gunicorn as deployed (ops/gunicorn_config.py), 2 workers, on the private database."""
+    return gunicorn("wsgi:app", env=environment(database, **settings), workers=2, deployed=True)
+
+
+def seed(database: str, applications: int) -> dict:
+    return flask_json("seed-demo", "--applications", str(applications), env=environment(database))
 
 
 def load_round(base: str, key: str, seconds: float, clients: int, scrape: bool) -> list[float]:
@@ -70,9 +90,8 @@ def hook_cost_microseconds() -> float:
     per request (a counter and a histogram, in multiprocess mode as under gunicorn), best of 7 x 20,000."""
     import subprocess
 
-    root = str(Path(__file__).resolve().parents[2])
-    output = subprocess.run([sys.executable, "-c", OBSERVATION_CODE], cwd=root, capture_output=True, text=True,
-                            check=True, env={**os.environ, "PYTHONPATH": root}).stdout
+    output = subprocess.run([sys.executable, "-c", OBSERVATION_CODE], cwd=PROJECT_ROOT, capture_output=True,
+                            text=True, check=True, env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}).stdout
     return float(output.strip())
 
 
@@ -83,10 +102,11 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--applications", type=int, default=5000)
     args = parser.parse_args()
-    with private_database() as url:
+    with migrated_database("karibu_bench_production", SECRET_KEY=SECRET_KEY, REDIS_URL=REDIS_URL) as url:
         key = seed(url, args.applications)["api_key"]
-        with gunicorn(url, METRICS_ENABLED="true") as with_metrics, \
-                gunicorn(url, METRICS_ENABLED="false") as without_metrics:
+        with served(url, METRICS_ENABLED="true") as with_server, \
+                served(url, METRICS_ENABLED="false") as without_server:
+            with_metrics, without_metrics = with_server.url, without_server.url
             for base in (with_metrics, without_metrics):  # warm both (connections, caches)
                 load_round(base, key, 3, args.clients, scrape=False)
             p50s = {"with": [], "without": []}
@@ -97,15 +117,15 @@ def main() -> None:
                     print(f"round {round_number + 1} {name:>7} metrics: n={len(latencies)} "
                           f"p50={p50s[name][-1]:.2f} ms p95={percentile(latencies, 0.95) * 1000:.2f} ms",
                           flush=True)
-    with_p50, without_p50 = median(p50s["with"]), median(p50s["without"])
+    with_p50, without_p50 = statistics.median(p50s["with"]), statistics.median(p50s["without"])
     pair_ratios = [w / wo for w, wo in zip(p50s["with"], p50s["without"])]
     print(f"\nmedian p50 with metrics {with_p50:.2f} ms, without {without_p50:.2f} ms: "
           f"overhead {100 * (with_p50 / without_p50 - 1):+.1f}% (target <= 3%); "
-          f"median of the per-round ratios {100 * (median(pair_ratios) - 1):+.1f}%")
+          f"median of the per-round ratios {100 * (statistics.median(pair_ratios) - 1):+.1f}%")
     per_request = hook_cost_microseconds()
     print(f"in-process cost of the request metrics: {per_request:.1f} µs per request "
           f"= {100 * per_request / 1000 / without_p50:.2f}% of the p50 without metrics")
-    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}")
+    print(machine_note())
 
 
 if __name__ == "__main__":

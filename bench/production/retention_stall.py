@@ -7,9 +7,7 @@ against the slowest before it.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
+import statistics
 import sys
 import threading
 import time
@@ -19,13 +17,12 @@ import psycopg
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from bench.production.common import (  # noqa: E402
-    PROJECT_ROOT, gunicorn, median, percentile, private_database, seed, server_env,
-)
+from bench.harness import flask_json, libpq_url, machine_note, migrated_database, percentile  # noqa: E402
+from metrics_overhead import REDIS_URL, SECRET_KEY, environment, seed, served  # noqa: E402
 
 
 def fill_expired_audit_rows(url: str, rows: int) -> None:
-    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True) as connection:
+    with psycopg.connect(libpq_url(url), autocommit=True) as connection:
         connection.execute("""
             INSERT INTO audit_log (created_at, request_id, institution_id, actor, source, action, target, method,
                                    path, query, status, duration_ms, client_ip, user_agent)
@@ -74,7 +71,7 @@ class LockWaits:
     """Samples pg_stat_activity every 10 ms: the longest time any backend was seen waiting on a lock."""
 
     def __init__(self, url: str):
-        self.dsn = url.replace("postgresql+psycopg://", "postgresql://")
+        self.dsn = libpq_url(url)
         self.longest = 0.0
         self.running = True
         self.thread = threading.Thread(target=self._sample)
@@ -105,44 +102,41 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=5000)
     parser.add_argument("--baseline-seconds", type=float, default=20)
     args = parser.parse_args()
-    with private_database() as url:
+    with migrated_database("karibu_bench_production", SECRET_KEY=SECRET_KEY, REDIS_URL=REDIS_URL) as url:
         seeded = seed(url, 20)
         started = time.monotonic()
         fill_expired_audit_rows(url, args.rows)
         print(f"{args.rows} expired audit rows written in {time.monotonic() - started:.1f} s", flush=True)
-        with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as connection:
+        with psycopg.connect(libpq_url(url)) as connection:
             ids = [row[0] for row in connection.execute(
                 "SELECT id FROM applications ORDER BY id LIMIT %s", (args.writers,))]
             stages = [row[0] for row in connection.execute(
                 "SELECT key FROM stages WHERE institution_id = %s ORDER BY position LIMIT 2",
                 (seeded["institution_id"],))]
-        with gunicorn(url) as base:
-            writers = Writers(base, seeded["api_key"], ids, stages, args.writers)
+        with served(url) as server:
+            writers = Writers(server.url, seeded["api_key"], ids, stages, args.writers)
             writers.start()
             baseline_start = time.monotonic()
             time.sleep(args.baseline_seconds)
             purge_start = time.monotonic()
             with LockWaits(url) as lock_waits:
-                purge = subprocess.run(
-                    [sys.executable, "-m", "flask", "--app", "wsgi", "retention", "run", "--json"],
-                    cwd=PROJECT_ROOT, env=server_env(url, RETENTION_BATCH_SIZE=str(args.batch)),
-                    capture_output=True, text=True, check=True)
+                purge = flask_json("retention", "run", env=environment(url, RETENTION_BATCH_SIZE=str(args.batch)))
             purge_end = time.monotonic()
             writers.stop()
-        report = {kind["kind"]: kind["deleted"] for kind in json.loads(purge.stdout)["kinds"]}
+        report = {kind["kind"]: kind["deleted"] for kind in purge["kinds"]}
         before = writers.between(baseline_start, purge_start)
         during = writers.between(purge_start, purge_end)
         print(f"purge: {report} in {purge_end - purge_start:.1f} s "
               f"({report['audit_log'] / (purge_end - purge_start):,.0f} rows/s, batches of {args.batch})")
         for name, samples in (("before the purge", before), ("during the purge", during)):
-            print(f"API writes {name}: n={len(samples)} p50={median(samples) * 1000:.1f} ms "
+            print(f"API writes {name}: n={len(samples)} p50={statistics.median(samples) * 1000:.1f} ms "
                   f"p99={percentile(samples, 0.99) * 1000:.1f} ms longest={max(samples) * 1000:.1f} ms")
         print(f"longest lock wait of any database session during the purge: {lock_waits.longest * 1000:.1f} ms "
               f"(sampled every 10 ms)")
         print(f"longest write stall attributable to the purge: "
               f"{max(0.0, max(during) - max(before)) * 1000:.1f} ms beyond the longest write before it "
               f"(target: no write blocked more than 100 ms)")
-        print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}")
+        print(machine_note())
 
 
 if __name__ == "__main__":

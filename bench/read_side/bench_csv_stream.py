@@ -11,14 +11,19 @@ from __future__ import annotations
 
 import argparse
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import psycopg
 import requests
 
-from common import (
-    bench_institution_id, gunicorn_server, machine_note, new_api_key, peak_rss_kib, psql_dsn,
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from bench.harness import (  # noqa: E402
+    bench_institution_id, database_url, gunicorn, libpq_url, machine_note, memory_kib, new_api_key,
 )
+
+HERE = Path(__file__).resolve().parent
 
 BASELINE_SQL = """
 COPY (
@@ -35,9 +40,15 @@ COPY (
 """
 
 
+def export_server(app: str = "export_app:app"):
+    """gunicorn with one gthread worker for `app` (of this folder, or Karibu's): the main thread keeps
+    heart-beating while a long export streams, which a sync worker would not do past its timeout."""
+    return gunicorn(app, workers=1, threads=4, worker_class="gthread", timeout=300, pythonpath=HERE)
+
+
 def submitted_before_for(institution_id: str, rows: int) -> str:
     """A `submitted_before` value that keeps the first `rows` applications of the institution."""
-    with psycopg.connect(psql_dsn()) as connection:
+    with psycopg.connect(libpq_url(database_url())) as connection:
         row = connection.execute(
             "SELECT submitted_at FROM applications WHERE institution_id = %s "
             "ORDER BY submitted_at, id OFFSET %s LIMIT 1", (institution_id, rows)).fetchone()
@@ -47,7 +58,7 @@ def submitted_before_for(institution_id: str, rows: int) -> str:
 def psql_copy(institution_id: str) -> tuple[int, float]:
     started = time.perf_counter()
     completed = subprocess.run(
-        ["psql", psql_dsn(), "-X", "-q", "-c", BASELINE_SQL.format(institution_id=institution_id)],
+        ["psql", libpq_url(database_url()), "-X", "-q", "-c", BASELINE_SQL.format(institution_id=institution_id)],
         capture_output=True, check=True)
     elapsed = time.perf_counter() - started
     return completed.stdout.count(b"\n"), elapsed
@@ -68,11 +79,11 @@ def stream_export(base_url: str, api_key: str, params: dict) -> tuple[int, int, 
 
 def measure_export(api_key: str, params: dict, warm_up: dict) -> tuple[int, int, float, int]:
     """(rows, bytes, seconds, peak RSS KiB of the worker) in a fresh server."""
-    with gunicorn_server("export_app:app") as server:
-        stream_export(server.base_url, api_key, warm_up)
-        rows, size, seconds = stream_export(server.base_url, api_key, params)
+    with export_server() as server:
+        stream_export(server.url, api_key, warm_up)
+        rows, size, seconds = stream_export(server.url, api_key, params)
         [worker] = server.worker_pids()
-        return rows, size, seconds, peak_rss_kib(worker)
+        return rows, size, seconds, memory_kib(worker, "VmHWM")
 
 
 def main() -> None:
@@ -81,7 +92,7 @@ def main() -> None:
     args = parser.parse_args()
 
     institution_id = bench_institution_id()
-    api_key = new_api_key(institution_id)
+    api_key = new_api_key(institution_id, "read-side bench")
     warm_up = {"submitted_before": submitted_before_for(institution_id, 1000)}
     small = {"submitted_before": submitted_before_for(institution_id, args.small)}
 

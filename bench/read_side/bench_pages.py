@@ -11,18 +11,21 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import psycopg
 import requests
 
-from common import (
-    bench_institution_id, gunicorn_server, machine_note, new_api_key, psql_dsn, server_env, summary_ms,
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from bench.harness import (  # noqa: E402
+    bench_institution_id, database_url, gunicorn, libpq_url, machine_note, new_api_key, server_env, summary_ms,
 )
 
 
 def row_at_depth(institution_id: str, depth: int):
-    with psycopg.connect(psql_dsn()) as connection:
+    with psycopg.connect(libpq_url(database_url())) as connection:
         row = connection.execute(
             "SELECT submitted_at, id FROM applications WHERE institution_id = %s "
             "ORDER BY submitted_at, id OFFSET %s LIMIT 1",
@@ -52,13 +55,13 @@ def main() -> None:
     args = parser.parse_args()
 
     institution_id = bench_institution_id()
-    api_key = new_api_key(institution_id)
+    api_key = new_api_key(institution_id, "read-side bench")
     submitted_at, application_id = row_at_depth(institution_id, args.depth)
     deep_cursor = mint_cursor(institution_id, args.limit, submitted_at, application_id)
 
-    with gunicorn_server() as server, requests.Session() as session:
+    with gunicorn("wsgi:create_app()", workers=1, threads=4, worker_class="gthread") as server, requests.Session() as session:
         session.headers["Authorization"] = f"Bearer {api_key}"
-        url = f"{server.base_url}/api/v1/applications"
+        url = f"{server.url}/api/v1/applications"
         first_params = {"limit": args.limit}
         deep_params = {"limit": args.limit, "cursor": deep_cursor}
         deep_page = session.get(url, params=deep_params)

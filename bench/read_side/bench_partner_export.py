@@ -12,7 +12,6 @@ checks that they equal `X-Total-Rows`.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -20,8 +19,9 @@ from pathlib import Path
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_csv_stream import psql_copy, submitted_before_for  # noqa: E402
-from common import bench_institution_id, gunicorn_server, machine_note, new_api_key, peak_rss_kib  # noqa: E402
+from bench_csv_stream import export_server, psql_copy, submitted_before_for  # noqa: E402
+
+from bench.harness import bench_institution_id, machine_note, memory_kib, new_api_key, spread  # noqa: E402
 
 EXPORT_PATH = "/api/v1/applications/export"
 
@@ -44,15 +44,11 @@ def exported(base_url: str, api_key: str, params: dict) -> tuple[int, float]:
 
 def measure(api_key: str, params: dict, warm_up: dict) -> tuple[int, float, int]:
     """(records, seconds, peak RSS KiB of the worker) in a fresh server."""
-    with gunicorn_server("wsgi:create_app()") as server:
-        exported(server.base_url, api_key, {**warm_up, "format": params.get("format", "csv")})
-        records, seconds = exported(server.base_url, api_key, params)
+    with export_server("wsgi:create_app()") as server:
+        exported(server.url, api_key, {**warm_up, "format": params.get("format", "csv")})
+        records, seconds = exported(server.url, api_key, params)
         [worker] = server.worker_pids()
-        return records, seconds, peak_rss_kib(worker)
-
-
-def spread(values: list[float], digits: int = 2) -> str:
-    return " / ".join(f"{value:,.{digits}f}" for value in (min(values), statistics.median(values), max(values)))
+        return records, seconds, memory_kib(worker, "VmHWM")
 
 
 def main() -> None:
@@ -62,7 +58,7 @@ def main() -> None:
     options = parser.parse_args()
 
     institution_id = bench_institution_id()
-    api_key = new_api_key(institution_id)
+    api_key = new_api_key(institution_id, "read-side bench")
     warm_up = {"submitted_before": submitted_before_for(institution_id, 1000)}
     print(machine_note())
     figures: dict[str, list[float]] = {}

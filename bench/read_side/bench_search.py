@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 import time
 import unicodedata
+from pathlib import Path
 
 import psycopg
 import requests
 
-from common import (
-    bench_institution_id, gunicorn_server, machine_note, new_api_key, psql_dsn, summary_ms,
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from bench.harness import (  # noqa: E402
+    bench_institution_id, database_url, gunicorn, libpq_url, machine_note, new_api_key, summary_ms,
 )
 
 
@@ -27,7 +30,7 @@ def strip_accents(text: str) -> str:
 
 def sample_queries(institution_id: str, count: int) -> list[tuple[str, str]]:
     """(kind, q) pairs built from a repeatable sample of the institution's applications."""
-    with psycopg.connect(psql_dsn()) as connection:
+    with psycopg.connect(libpq_url(database_url())) as connection:
         rows = connection.execute(
             """
             SELECT a.id, p.first_name, p.last_name, p.email
@@ -64,11 +67,11 @@ def main() -> None:
     args = parser.parse_args()
 
     institution_id = bench_institution_id()
-    api_key = new_api_key(institution_id)
+    api_key = new_api_key(institution_id, "read-side bench")
     queries = sample_queries(institution_id, args.queries)
-    with gunicorn_server() as server, requests.Session() as session:
+    with gunicorn("wsgi:create_app()", workers=1, threads=4, worker_class="gthread") as server, requests.Session() as session:
         session.headers["Authorization"] = f"Bearer {api_key}"
-        url = f"{server.base_url}/api/v1/applications/search"
+        url = f"{server.url}/api/v1/applications/search"
         for _, q in queries[:20]:
             session.get(url, params={"q": q, "limit": args.limit}).raise_for_status()
         by_kind: dict[str, list[float]] = {}

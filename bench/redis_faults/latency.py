@@ -10,11 +10,8 @@ Prints p50/max per operation and phase and the extra p50 over the healthy phase.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import re
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -24,26 +21,10 @@ from pathlib import Path
 
 import requests
 
-ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from bench.harness import flask_cli, flask_json, free_port, gunicorn, server_env  # noqa: E402
+
 CSRF_INPUT = re.compile(r'name="csrf_token" type="hidden" value="([^"]+)"')
-SECRET_KEY = "bench-secret-key-of-at-least-32-characters"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_for(url: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if requests.get(url, timeout=5).status_code == 200:
-                return
-        except requests.RequestException:
-            time.sleep(0.2)
-    raise SystemExit(f"{url} did not come up")
 
 
 class Karibu:
@@ -89,59 +70,54 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20, help="per phase, at most 30")
     options = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="karibu-redis-faults-"))
-    redis_port, web_port = free_port(), free_port()
+    redis_port = free_port()
     redis_server = subprocess.Popen(
         ["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
          "--daemonize", "no"], stdout=subprocess.DEVNULL)
-    env = dict(os.environ, DATABASE_URL=f"sqlite:///{workdir / 'karibu.db'}", SECRET_KEY=SECRET_KEY,
-               REDIS_URL=f"redis://127.0.0.1:{redis_port}/0", DOCUMENT_STORAGE_DIR=str(workdir / "documents"),
-               API_RATE_LIMIT="100000/minute", PUBLIC_FORM_RATE_LIMIT="100000/minute",
-               WEBHOOK_ALLOW_PRIVATE_TARGETS="true", WEBHOOK_ALLOW_HTTP="true")
-    flask = [sys.executable, "-m", "flask", "--app", "wsgi"]
-    web = None
+    env = server_env(f"sqlite:///{workdir / 'karibu.db'}", REDIS_URL=f"redis://127.0.0.1:{redis_port}/0",
+                     DOCUMENT_STORAGE_DIR=str(workdir / "documents"), WEBHOOK_ALLOW_PRIVATE_TARGETS="true",
+                     WEBHOOK_ALLOW_HTTP="true")
     try:
-        subprocess.run([*flask, "db", "upgrade"], cwd=ROOT, env=env, check=True, capture_output=True)
-        seeded = json.loads(subprocess.run([*flask, "seed-demo", "--applications", "100", "--json"], cwd=ROOT,
-                                           env=env, check=True, capture_output=True, text=True).stdout)
+        flask_cli("db", "upgrade", env=env)
+        seeded = flask_json("seed-demo", "--applications", "100", env=env)
         # A webhook endpoint, so every change also writes a delivery and wakes a worker through Redis.
-        subprocess.run([*flask, "webhooks", "set", "--institution", seeded["institution_id"], "--url",
-                        "http://127.0.0.1:9/karibu-hook"], cwd=ROOT, env=env, check=True, capture_output=True)
-        web = subprocess.Popen([sys.executable, "-m", "gunicorn", "--workers", "1", "--threads", "4", "--bind",
-                                f"127.0.0.1:{web_port}", "wsgi:app"], cwd=ROOT, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        base = f"http://127.0.0.1:{web_port}"
-        wait_for(f"{base}/healthz")
-        karibu = Karibu(base, seeded["institution_id"], seeded["api_key"])
-        stages = [stage["id"] for stage in requests.get(f"{base}/api/v1/institution", headers=karibu.headers,
-                                                         timeout=60).json()["institution"]["stages"]]
-        results: dict[str, dict[str, list[float]]] = {}
-        for phase in ("up", "frozen", "down"):
-            if phase == "frozen":
-                redis_server.send_signal(signal.SIGSTOP)
-            elif phase == "down":
-                redis_server.send_signal(signal.SIGCONT)
-                redis_server.terminate()
-                redis_server.wait(timeout=10)
-            karibu.round(0, stages)  # warm-up (connection pools, first fault)
-            rounds = [karibu.round(number, stages) for number in range(min(options.rounds, 30))]
-            results[phase] = {name: [r[name] for r in rounds] for name in rounds[0]}
-        print(f"{options.rounds} rounds per phase (after one warm-up round); milliseconds")
-        print(f"{'operation':<12} {'phase':<7} {'p50':>7} {'max':>7} {'extra p50':>10}")
-        for name in results["up"]:
-            healthy = statistics.median(results["up"][name])
-            for phase, operations in results.items():
-                timings = operations[name]
-                p50 = statistics.median(timings)
-                print(f"{name:<12} {phase:<7} {p50 * 1000:7.0f} {max(timings) * 1000:7.0f} "
-                      f"{(p50 - healthy) * 1000:10.0f}")
+        flask_cli("webhooks", "set", "--institution", seeded["institution_id"], "--url",
+                  "http://127.0.0.1:9/karibu-hook", env=env)
+        with gunicorn("wsgi:app", env=env, workers=1, threads=4) as web:
+            measure(options, web.url, seeded, redis_server)
     finally:
-        if web is not None:
-            os.killpg(web.pid, signal.SIGTERM)
-            web.wait(timeout=30)
         if redis_server.poll() is None:
             redis_server.send_signal(signal.SIGCONT)
             redis_server.terminate()
             redis_server.wait(timeout=10)
+
+
+def measure(options, base: str, seeded: dict, redis_server: subprocess.Popen) -> None:
+    """Every phase's rounds against the server at `base`, `redis_server` up, frozen, then stopped; prints the
+    table."""
+    karibu = Karibu(base, seeded["institution_id"], seeded["api_key"])
+    stages = [stage["id"] for stage in requests.get(f"{base}/api/v1/institution", headers=karibu.headers,
+                                                     timeout=60).json()["institution"]["stages"]]
+    results: dict[str, dict[str, list[float]]] = {}
+    for phase in ("up", "frozen", "down"):
+        if phase == "frozen":
+            redis_server.send_signal(signal.SIGSTOP)
+        elif phase == "down":
+            redis_server.send_signal(signal.SIGCONT)
+            redis_server.terminate()
+            redis_server.wait(timeout=10)
+        karibu.round(0, stages)  # warm-up (connection pools, first fault)
+        rounds = [karibu.round(number, stages) for number in range(min(options.rounds, 30))]
+        results[phase] = {name: [r[name] for r in rounds] for name in rounds[0]}
+    print(f"{options.rounds} rounds per phase (after one warm-up round); milliseconds")
+    print(f"{'operation':<12} {'phase':<7} {'p50':>7} {'max':>7} {'extra p50':>10}")
+    for name in results["up"]:
+        healthy = statistics.median(results["up"][name])
+        for phase, operations in results.items():
+            timings = operations[name]
+            p50 = statistics.median(timings)
+            print(f"{name:<12} {phase:<7} {p50 * 1000:7.0f} {max(timings) * 1000:7.0f} "
+                  f"{(p50 - healthy) * 1000:10.0f}")
 
 
 if __name__ == "__main__":

@@ -17,10 +17,8 @@ Prints p50/p95 of each, the baseline p50 and the p50 ratio service/direct (targe
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -33,37 +31,13 @@ import requests
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench.harness import (  # noqa: E402
+    flask_cli, flask_json, free_port, gunicorn, new_api_key, percentile, server_env, stop, wait_until_serving,
+)
 from core.verification.adapters import ADAPTERS, RegistryEndpoint  # noqa: E402
 from devtools.simulated_records import SIMULATED_RECORDS  # noqa: E402
 
 TOKENS = {"NESA": "bench-nesa-token", "UNEB": "bench-uneb-token", "KNEC": "bench-knec-token"}
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def flask(env: dict, *args: str) -> str:
-    return subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", *args], cwd=ROOT, env=env, check=True,
-                          capture_output=True, text=True).stdout
-
-
-def wait_until_up(url: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if requests.get(url, timeout=1).status_code < 500:
-                return
-        except requests.RequestException:
-            time.sleep(0.2)
-    raise SystemExit(f"{url} did not come up")
-
-
-def percentile(samples: list[float], fraction: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 def main() -> None:
@@ -75,50 +49,39 @@ def main() -> None:
     options = parser.parse_args()
 
     workdir = Path(tempfile.mkdtemp(prefix="karibu-bench-"))
-    simulator_port, app_port = free_port(), free_port()
+    simulator_port = free_port()
     simulator_url = f"http://127.0.0.1:{simulator_port}"
-    env = {
-        **os.environ,
-        "DATABASE_URL": options.database_url or f"sqlite:///{workdir / 'bench.db'}",
-        "REDIS_URL": os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/5"),
-        "API_RATE_LIMIT": "1000000/minute",
-        "LOG_LEVEL": "WARNING",
-        "SECRET_KEY": "bench-secret-key-of-at-least-32-characters",
-        "DOCUMENT_STORAGE_DIR": str(workdir / "documents"),
-        "REGISTRY_READ_TIMEOUT": "10",
-    }
+    registries = {}
     for code, token in TOKENS.items():
-        env[f"REGISTRY_{code}_URL"] = f"{simulator_url}/{code.lower()}"
-        env[f"REGISTRY_{code}_TOKEN"] = token
+        registries[f"REGISTRY_{code}_URL"] = f"{simulator_url}/{code.lower()}"
+        registries[f"REGISTRY_{code}_TOKEN"] = token
+    env = server_env(options.database_url or f"sqlite:///{workdir / 'bench.db'}",
+                     REDIS_URL=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/5"),
+                     DOCUMENT_STORAGE_DIR=str(workdir / "documents"), REGISTRY_READ_TIMEOUT="10", **registries)
 
-    flask(env, "db", "upgrade")
-    institution_id = json.loads(flask(env, "institutions", "create", "Bench University", "--json"))["institution_id"]
-    api_key = json.loads(flask(env, "api-keys", "create", "--institution", institution_id, "--json"))["api_key"]
+    flask_cli("db", "upgrade", env=env)
+    institution_id = flask_json("institutions", "create", "Bench University", env=env)["institution_id"]
+    api_key = new_api_key(institution_id, env=env)
 
-    processes = [
-        subprocess.Popen([sys.executable, "-m", "flask", "--app", "wsgi", "registry-simulator", "--port",
-                          str(simulator_port), "--quiet"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL),
-        subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "python:ops.gunicorn_config", "-w",
-                          str(options.workers), "-b", f"127.0.0.1:{app_port}", "--log-level", "warning", "wsgi:app"],
-                         cwd=ROOT, env=env),
-    ]
+    simulator = subprocess.Popen([sys.executable, "-m", "flask", "--app", "wsgi", "registry-simulator", "--port",
+                                  str(simulator_port), "--quiet"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                                 start_new_session=True)
     try:
-        wait_until_up(f"{simulator_url}/_simulator/health")
-        wait_until_up(f"http://127.0.0.1:{app_port}/api/v1/openapi.json")
-        run(options, simulator_url, app_port, api_key)
+        wait_until_serving(f"{simulator_url}/_simulator/health", "the registry simulator", process=simulator)
+        with gunicorn("wsgi:app", env=env, workers=options.workers, deployed=True,
+                      probe="/api/v1/openapi.json") as app:
+            run(options, simulator_url, app.url, api_key)
     finally:
-        for process in processes:
-            process.terminate()
-            process.wait(timeout=10)
+        stop(simulator)
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def run(options, simulator_url: str, app_port: int, api_key: str) -> None:
+def run(options, simulator_url: str, app_url: str, api_key: str) -> None:
     adapters = {code: ADAPTERS[code](RegistryEndpoint(f"{simulator_url}/{code.lower()}", TOKENS[code], 3, 10))
                 for code in TOKENS}
     service = requests.Session()
     service.headers.update({"Authorization": f"Bearer {api_key}"})
-    service_url = f"http://127.0.0.1:{app_port}/api/v1/verifications"
+    service_url = f"{app_url}/api/v1/verifications"
     issuers_url = f"{service_url}/issuers"
     records = [record for record in SIMULATED_RECORDS if record.result == "authentic"]
 

@@ -23,7 +23,6 @@ import json
 import os
 import queue
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,8 @@ from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+
+from bench.harness import load_average, server_env, spread  # noqa: E402
 
 BARE_THREADS = 16  # as many as a worker's sender slots
 
@@ -123,6 +124,15 @@ class ReceiverProcess:
     def stop(self):
         self.process.terminate()
         self.process.wait(timeout=10)
+
+
+def bench_environment(args, workdir: str, receiver: ReceiverProcess) -> dict[str, str]:
+    """This process's environment and the workers': the database of --database-url (default: a SQLite file in
+    `workdir`), the Redis database of --redis-url, private targets allowed and the receiver's CA trusted."""
+    environment = server_env(args.database_url or f"sqlite:///{workdir}/bench.db", REDIS_URL=args.redis_url,
+                             WEBHOOK_ALLOW_PRIVATE_TARGETS="true", WEBHOOK_CA_BUNDLE=receiver.ca_path)
+    os.environ.update(environment)
+    return environment
 
 
 # --- measurements ---------------------------------------------------------------------------------------------
@@ -257,11 +267,6 @@ def slow_slot(environment, receiver, slow_id, fast_id, count) -> tuple[float, fl
     return results[0], results[1]
 
 
-def summary(values: list[float], digits: int = 2) -> str:
-    return (f"min {min(values):.{digits}f}  median {statistics.median(values):.{digits}f}  "
-            f"max {max(values):.{digits}f}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
@@ -278,12 +283,8 @@ def main() -> None:
     parts = set(args.only or ("instant", "slow", "backlog", "slot"))
 
     workdir = tempfile.mkdtemp(prefix="karibu-bench-")
-    database_url = args.database_url or f"sqlite:///{workdir}/bench.db"
     receiver = ReceiverProcess(workdir)
-    environment = dict(os.environ, DATABASE_URL=database_url, REDIS_URL=args.redis_url,
-                       SECRET_KEY="bench-secret-key-of-at-least-32-characters", WEBHOOK_ALLOW_PRIVATE_TARGETS="true",
-                       WEBHOOK_CA_BUNDLE=receiver.ca_path, LOG_LEVEL="WARNING")
-    os.environ.update(environment)
+    environment = bench_environment(args, workdir, receiver)
 
     import redis
     from flask_migrate import upgrade
@@ -312,7 +313,7 @@ def main() -> None:
                 endpoints[delay_ms] = institution.id
             finish_all(receiver)
             print(f"Webhook workers benchmark ({db.engine.dialect.name}, {os.cpu_count()} cores shared with the "
-                  f"receiver, the database and other work); load average {os.getloadavg()}")
+                  f"receiver, the database and other work); load average {load_average()}")
             for round_number in range(1, args.rounds + 1):
                 print(f"round {round_number}", flush=True)
                 if "instant" in parts:
@@ -339,14 +340,14 @@ def main() -> None:
                     alone, behind_slow = slow_slot(environment, receiver, endpoints[10_000], endpoints[0], 500)
                     record("slot: 500 instant deliveries alone, s", alone)
                     record("slot: the same behind one 10 s delivery, s", behind_slow)
-                print(f"  load average {os.getloadavg()}", flush=True)
+                print(f"  load average {load_average()}", flush=True)
     finally:
         receiver.stop()
 
     print("\nsummary over rounds (min / median / max):")
     for name, values in figures.items():
-        print(f"  {name:48s} {summary(values)}")
-    print(f"load average at the end {os.getloadavg()}")
+        print(f"  {name:48s} {spread(values, 2, labels=True, separator='  ')}")
+    print(f"load average at the end {load_average()}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """The minimal-Flask baseline of the load benchmarks: every path answers 200 with a fixed JSON body of
 BASELINE_BODY_BYTES bytes (the size of the Karibu response it stands beside), on the same gunicorn settings.
 
-    BASELINE_BODY_BYTES=23000 gunicorn -w 2 --threads 4 bench.load.baseline_app:app
+    BASELINE_BODY_BYTES=23000 gunicorn -w 2 --threads 4 bench.harness.baseline_app:app
 """
 from __future__ import annotations
 
