@@ -50,7 +50,7 @@ def deep_cursors() -> tuple[dict[str, tuple[str, str]], str]:
     from sqlalchemy import text
 
     from core.db import db
-    from core.applications.listing.cursor import next_cursor as _next_cursor
+    from core.applications.listing.cursor import next_cursor
     from core.applications.listing.query import parse_application_query
     from core.applications.overview import current_cycle
     from core.scoping import InstitutionScope
@@ -86,7 +86,7 @@ def deep_cursors() -> tuple[dict[str, tuple[str, str]], str]:
                     f"JOIN stages s ON s.institution_id = a.institution_id AND s.key = a.stage "
                     f"WHERE a.institution_id = :institution ORDER BY {order} OFFSET :offset LIMIT 1"),
                     {"institution": institution_id, "offset": offset}).one()
-                pair.append(_next_cursor(scope, query.fingerprint, *row))
+                pair.append(next_cursor(scope, query.fingerprint, *row))
             cursors[sort] = tuple(pair)
         cycle_id = current_cycle(scope).id
     return cursors, cycle_id
