@@ -247,8 +247,8 @@ _COPY_CSV_RENDERINGS = {
 def postgres_isoformat_z(expression):
     """SQL text of a naive-UTC timestamp exactly as isoformat_z() writes it (microseconds only when set).
 
-    One to_char per value (with a zero fraction then cut off): the export's timestamps cost twice as much
-    as two to_char calls and a date_trunc comparison.
+    One to_char per value (with a zero fraction then cut off): two to_char calls and a date_trunc comparison
+    made the export's timestamps much dearer.
     """
     with_fraction = func.to_char(expression, 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"', type_=String)
     return func.replace(with_fraction, '.000000Z', 'Z', type_=String)
@@ -260,7 +260,7 @@ def rendered_after_sorting(statement: Select, render: Callable[[list], list]) ->
     The rows come from `statement` as a subquery that PostgreSQL plans on its own (OFFSET 0 keeps it from
     being merged into the outer query), so its plan is the plain join's whatever the rendering costs. In one
     query, a rendering estimated wide enough made the planner prefer a million index lookups in list order to
-    the sort: 7.7 s where the plain join sorted takes 2.2 s (EXPLAIN ANALYZE, 1M rows).
+    the sort, several times slower than sorting the plain join.
     """
     ordered = statement.offset(0).subquery("ordered")
     return select(*render(list(ordered.c))).order_by(*(ordered.corresponding_column(column)
