@@ -2,9 +2,9 @@
 
 orjson writes a list page of records an order of magnitude faster than Flask's encoder (`json.dumps`), which
 was a visible share of a list request. Only `jsonify`'s compact bodies change writer; `dumps` (templates'
-`tojson`, pretty output in debug) stays Flask's. Values orjson does not know (Decimal, dates, dataclasses, UUIDs) go to Flask's
-`default` as before, so they are written the same; anything orjson refuses outright (a lone UTF-16
-surrogate, an integer beyond 64 bits) is written by Flask's encoder. Non-ASCII text is sent as UTF-8 rather
+`tojson`, pretty output in debug) stays Flask's. Values orjson does not know (Decimal, dates, dataclasses,
+UUIDs) go to Flask's `default` as before, so they are written the same; anything orjson refuses outright (a
+lone UTF-16 surrogate, an integer beyond 64 bits) is written by Flask's encoder. Non-ASCII text is sent as UTF-8 rather
 than `\\u` escapes: the same JSON to any parser.
 """
 from __future__ import annotations

@@ -225,7 +225,8 @@ def page_statement(shape: tuple, build) -> Select:
     page statement is a named parameter, `list_…`, given at execution), or built now.
 
     Building the record select with its filters and generating its cache key cost SQLAlchemy more than the
-    rest of the query's execution; a statement object run again has both already. At most `_PAGE_STATEMENTS_KEPT` are kept (then the lot is forgotten).
+    rest of the query's execution; a statement object run again has both already. At most
+    `_PAGE_STATEMENTS_KEPT` are kept (then the lot is forgotten).
     """
     statement = _PAGE_STATEMENTS.get(shape)
     if statement is None:
