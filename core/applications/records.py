@@ -55,10 +55,11 @@ TIMESTAMP = FieldKind("timestamp", "string", isoformat_z, isoformat_z)
 AMOUNT = FieldKind("amount", "number", _amount_for_json, None)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class RecordField:
     """One field of the application record: `name` is its dotted path in the JSON record (at most one level of
-    nesting: `personal.first_name`) and its CSV header; `column` is what is selected for it."""
+    nesting: `personal.first_name`) and its CSV header; `column` is what is selected for it. Fields compare by
+    identity (`==` on a column builds a SQL expression)."""
 
     name: str
     column: ColumnElement
