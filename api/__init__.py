@@ -20,7 +20,7 @@ def _is_api_request() -> bool:
 
 
 # The API counts its requests itself (api/rate_limits.py: one Redis round trip); Flask-Limiter, which serves the
-# portal's forms, would only look for limits the API never declares (about 0.3 ms a request).
+# portal's forms, would only look for limits the API never declares (time spent on every request for nothing).
 limiter.request_filter(_is_api_request)
 
 

@@ -1,10 +1,10 @@
 """JSON response bodies written by orjson, for the whole app (the API's are nearly all of them).
 
-Flask's encoder (`json.dumps`) took 0.19 ms for a list page of 50 records, orjson 0.016 ms: about 5% of a
-list request. Only `jsonify`'s compact bodies change writer; `dumps` (templates' `tojson`, pretty output in
-debug) stays Flask's. Values orjson does not know (Decimal, dates, dataclasses, UUIDs) go to Flask's
-`default` as before, so they are written the same; anything orjson refuses outright (a lone UTF-16
-surrogate, an integer beyond 64 bits) is written by Flask's encoder. Non-ASCII text is sent as UTF-8 rather
+orjson writes a list page of records an order of magnitude faster than Flask's encoder (`json.dumps`), which
+was a visible share of a list request. Only `jsonify`'s compact bodies change writer; `dumps` (templates'
+`tojson`, pretty output in debug) stays Flask's. Values orjson does not know (Decimal, dates, dataclasses,
+UUIDs) go to Flask's `default` as before, so they are written the same; anything orjson refuses outright (a
+lone UTF-16 surrogate, an integer beyond 64 bits) is written by Flask's encoder. Non-ASCII text is sent as UTF-8 rather
 than `\\u` escapes: the same JSON to any parser.
 """
 from __future__ import annotations

@@ -94,8 +94,8 @@ def _end_reads_with_commit(connection) -> None:
     psycopg forgets every prepared statement of a connection on ROLLBACK (a rolled-back DROP could otherwise
     leave one pointing at nothing), and the session's transaction of every request ends with one. Statements
     then never reached the five runs after which psycopg prepares them, and PostgreSQL parsed and planned each
-    query on every request (0.8 ms of its CPU for the application list). A transaction that wrote, or failed,
-    is still rolled back.
+    query on every request (for the application list, more of its CPU than running the query). A transaction
+    that wrote, or failed, is still rolled back.
     """
     wrote = connection.info.pop(_TRANSACTION_WROTE, False)
     if wrote or connection.dialect.name != "postgresql":
@@ -119,7 +119,7 @@ limiter = Limiter(key_func=get_remote_address, headers_enabled=False)
 
 class DeferredMigrate:
     """Stands in `app.extensions["migrate"]` until a `flask db` command first reads it: only then is
-    Flask-Migrate (with Alembic, 11 MiB) imported and bound, not in every web worker."""
+    Flask-Migrate (with Alembic, a heavy import) imported and bound, not in every web worker."""
 
     def __init__(self, app, directory: str):
         self._app, self._directory = app, directory

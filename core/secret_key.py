@@ -81,7 +81,7 @@ def derived_fernet(secret_key: str, label: bytes):
     """A Fernet box (AES-128-CBC + HMAC) under a key derived from `secret_key` by HKDF-SHA256 with its own
     `label`, so each use of SECRET_KEY (webhook secrets, two-factor secrets) has a key of its own.
 
-    `cryptography` (about 9 MiB) is imported here, when a secret is first stored or read, not by every
+    `cryptography` (a heavy import) is imported here, when a secret is first stored or read, not by every
     web worker at start.
     """
     from cryptography.fernet import Fernet

@@ -233,7 +233,7 @@ def _touch_last_used(key_hash: str, key: _KeyRecord) -> None:
 
 @lru_cache(maxsize=8)
 def _jwks_client(jwks_url: str) -> "jwt.PyJWKClient":
-    import jwt  # with `cryptography`, 11 MiB per process: imported only where identity tokens are enabled
+    import jwt  # heavy with `cryptography`: imported only where identity tokens are enabled
 
     return jwt.PyJWKClient(jwks_url, cache_keys=True, lifespan=300, timeout=5)
 

@@ -15,15 +15,16 @@ from functools import partial
 from json.encoder import encode_basestring
 from typing import Any
 
-from sqlalchemy import Boolean, Connection, DateTime, Numeric, Select, Text, cast
-from sqlalchemy.sql.elements import Label
+from sqlalchemy import Connection, Select, Text, cast
 
 from core.applications.csv_export import (
     STREAM_CHUNK_SIZE, StreamedExport, postgres_copy, postgres_isoformat_z, rendered_after_sorting,
 )
 from core.applications.listing.counts import count_exported
 from core.applications.listing.statements import ordered_applications
-from core.applications.records import RECORD_COLUMNS, application_record
+from core.applications.records import (
+    AMOUNT, APPLICATION_FIELDS, BOOLEAN, IDENTIFIER, TEXT, TIMESTAMP, RecordField, application_record, record_text,
+)
 from core.scoping import InstitutionScope
 
 CONTENT_TYPE = "application/x-ndjson"
@@ -39,9 +40,10 @@ def export_applications_ndjson(scope: InstitutionScope, filters: Mapping[str, An
 
 def _postgres_json_lines(connection: Connection, statement: Select) -> Iterator[bytes]:
     """PostgreSQL reads, sorts and sends the plain columns while this process writes the JSON: the two work at
-    once, on different cores. Building each line in SQL left one core doing it all (`json_build_object`
-    12.6 s for 1M rows, string concatenation with `to_json` 9.2 s, the plain columns 4.2 s)."""
-    records = _CopyTextRecords(RECORD_COLUMNS)
+    once, on different cores. Building each line in SQL (`json_build_object`, or strings joined with `to_json`)
+    left one core doing it all, and took two to three times as long as sending the plain columns
+    (docs/performance.md, "partner export")."""
+    records = _CopyTextRecords(APPLICATION_FIELDS)
     rendered = rendered_after_sorting(statement, records.selected)
     unfinished = b""
     for chunk in postgres_copy(connection, rendered, "FORMAT text"):
@@ -74,10 +76,18 @@ _NEEDS_JSON_ESCAPING = re.compile(r'["\\\x00-\x08\x0a-\x1f]')
 _JSON_ESCAPED_BYTES = b'"\\' + bytes(code for code in range(0x20) if code not in (0x09, 0x0a))
 _COPY_TEXT_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
 _COPY_TEXT_CONTROL = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+# Each kind of field as COPY's text format should send it for the line template: the JSON value, unquoted.
+_COPY_TEXT_RENDERINGS = {
+    TEXT: lambda column: column,
+    IDENTIFIER: lambda column: column,
+    BOOLEAN: lambda column: cast(column, Text),
+    TIMESTAMP: postgres_isoformat_z,
+    AMOUNT: lambda column: column,
+}
 
 
 class _CopyTextRecords:
-    """NDJSON lines from rows of COPY's text format holding a record's columns (in RECORD_COLUMNS order).
+    """NDJSON lines from rows of COPY's text format holding a record's columns (in APPLICATION_FIELDS order).
 
     PostgreSQL writes each value as its JSON needs it, short of quoting: booleans as `true`/`false`,
     timestamps by `postgres_isoformat_z`, numbers and text as they are. Most rows hold nothing to escape and
@@ -86,27 +96,15 @@ class _CopyTextRecords:
     `encode_basestring` (as `json.dumps` with `ensure_ascii=False`).
     """
 
-    def __init__(self, names: tuple[str, ...]):
-        self.names = names
-        self.strings: list[bool] = []
-        self.fast_template = self.token_template = ""
+    def __init__(self, fields: tuple[RecordField, ...]):
+        self.kinds = [field.kind for field in fields]
+        self.strings = [kind.json_type == "string" for kind in self.kinds]
+        self.fast_template = record_text(['"%s"' if string else "%s" for string in self.strings], fields) + "\n"
+        self.token_template = record_text(["%s"] * len(fields), fields) + "\n"
 
     def selected(self, columns: list) -> list:
-        """The columns to COPY, rendered for JSON; learns which of them are JSON strings."""
-        selected, self.strings = [], []
-        for column in columns:
-            expression = column.element if isinstance(column, Label) else column
-            if isinstance(expression.type, DateTime):
-                expression, string = postgres_isoformat_z(expression), True
-            elif isinstance(expression.type, Boolean):
-                expression, string = cast(expression, Text), False
-            else:
-                string = not isinstance(expression.type, Numeric)
-            selected.append(expression)
-            self.strings.append(string)
-        self.fast_template = _record_template(self.names, ['"%s"' if string else "%s" for string in self.strings])
-        self.token_template = _record_template(self.names, ["%s"] * len(self.strings))
-        return selected
+        """The columns to COPY (those of the record's fields, in order), each rendered for JSON by its kind."""
+        return [_COPY_TEXT_RENDERINGS[kind](column) for kind, column in zip(self.kinds, columns, strict=True)]
 
     def lines(self, rows: bytes) -> bytes:
         """The NDJSON of `rows` (COPY text rows separated by line feeds, without the last one)."""
@@ -127,19 +125,3 @@ class _CopyTextRecords:
             value = _COPY_TEXT_ESCAPE.sub(lambda match: _COPY_TEXT_CONTROL.get(match[1], match[1]), field)
             tokens.append(encode_basestring(value) if string else value)
         return tokens
-
-
-def _record_template(names: tuple[str, ...], slots: list[str]) -> str:
-    """`{"id":<slot>,…,"personal":{"first_name":<slot>,…},…}` and a line feed: the nested record, one slot a column."""
-    parts = ["{"]
-    open_group = ""
-    for position, (name, slot) in enumerate(zip(names, slots)):
-        group, _, field = name.rpartition(".")
-        if group != open_group:
-            parts.append(("}," if open_group else "," if position else "") + (f'"{group}":{{' if group else ""))
-            open_group = group
-        elif position:
-            parts.append(",")
-        parts.append(f'"{field}":{slot}')
-    parts.append("}}\n" if open_group else "}\n")
-    return "".join(parts)

@@ -8,7 +8,8 @@ bad filter or a failure is an error page, never a broken download.
 
 Cells are typed: timestamps are Excel dates (UTC, shown as `yyyy-mm-dd hh:mm:ss`), amounts numbers,
 booleans booleans, and everything else, phone numbers included, text written with `write_string`, so that
-no cell is ever a formula whatever it starts with. The columns are those of the CSV export (RECORD_COLUMNS).
+no cell is ever a formula whatever it starts with. The columns are those of the CSV export (RECORD_COLUMNS),
+each written by the kind of its field (core.applications.records.APPLICATION_FIELDS).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from sqlalchemy import func, select
 
 from core.applications.csv_export import release_snapshot, snapshot_connection
 from core.applications.listing.statements import ordered_applications
-from core.applications.records import RECORD_COLUMNS
+from core.applications.records import AMOUNT, APPLICATION_FIELDS, BOOLEAN, RECORD_COLUMNS, TIMESTAMP, RecordField
 from core.scoping import InstitutionScope
 
 CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
@@ -88,7 +89,7 @@ def export_applications_xlsx(scope: InstitutionScope, filters: Mapping[str, Any]
 
 
 def _write_workbook(path: str, rows) -> None:
-    import xlsxwriter  # 2 MiB: loaded by the first export, not by every web worker at start
+    import xlsxwriter  # a sizeable library: loaded by the first export, not by every web worker at start
 
     workbook = xlsxwriter.Workbook(path, {**_WORKBOOK_OPTIONS, "tmpdir": os.path.dirname(path)})
     try:
@@ -101,7 +102,7 @@ def _write_workbook(path: str, rows) -> None:
         sheet.freeze_panes(1, 0)
         for column, name in enumerate(RECORD_COLUMNS):
             sheet.write_string(0, column, name, header)
-        writers = [_cell_writer(sheet, name, datetime_format, amount_format) for name in RECORD_COLUMNS]
+        writers = [_cell_writer(sheet, field, datetime_format, amount_format) for field in APPLICATION_FIELDS]
         for number, row in enumerate(rows, start=1):
             for column, (write, value) in enumerate(zip(writers, row)):
                 if value is not None:
@@ -110,12 +111,12 @@ def _write_workbook(path: str, rows) -> None:
         workbook.close()
 
 
-def _cell_writer(sheet, name: str, datetime_format, amount_format):
-    """The typed write method of one column (by its place in the record: see core.applications.records)."""
-    if name.endswith("_at"):
+def _cell_writer(sheet, field: RecordField, datetime_format, amount_format):
+    """The typed write method of one column, by the kind of its field."""
+    if field.kind is TIMESTAMP:
         return lambda row, column, value: sheet.write_datetime(row, column, value, datetime_format)
-    if name == "payment.amount":
+    if field.kind is AMOUNT:
         return lambda row, column, value: sheet.write_number(row, column, float(value), amount_format)
-    if name in ("application.enrolled", "application.submitted_by_staff", "payment.paid"):
+    if field.kind is BOOLEAN:
         return lambda row, column, value: sheet.write_boolean(row, column, bool(value))
     return lambda row, column, value: sheet.write_string(row, column, str(value))

@@ -150,9 +150,9 @@ def plan_search_for_buffer_cache() -> None:
 
     A search page either walks the (submitted_at, id) index and checks each applicant, or starts from the
     trigram index and sorts the matches. With the default `effective_cache_size` the planner costs the walk's
-    applicant lookups as almost free, so texts shared by 0.1 to 1% of applicants were walked through tens of
-    thousands of lookups that miss PostgreSQL's own buffers (0.3 to 1.4 s at a million applications). Telling
-    it, for this transaction only, that the cache is `shared_buffers` makes it walk only for common texts;
+    applicant lookups as almost free, so texts shared by a small fraction of applicants were walked through tens
+    of thousands of lookups that miss PostgreSQL's own buffers, the slowest searches at a million applications.
+    Telling it, for this transaction only, that the cache is `shared_buffers` makes it walk only for common texts;
     parallel workers are off because starting them costs more than these short queries.
     """
     db.session.execute(select(
@@ -225,8 +225,8 @@ def page_statement(shape: tuple, build) -> Select:
     page statement is a named parameter, `list_…`, given at execution), or built now.
 
     Building the record select with its filters and generating its cache key cost SQLAlchemy more than the
-    rest of the query's execution (0.1 and 0.2 ms of a list request's 3.3 ms of Python here); a statement
-    object run again has both already. At most `_PAGE_STATEMENTS_KEPT` are kept (then the lot is forgotten).
+    rest of the query's execution; a statement object run again has both already. At most
+    `_PAGE_STATEMENTS_KEPT` are kept (then the lot is forgotten).
     """
     statement = _PAGE_STATEMENTS.get(shape)
     if statement is None:
@@ -242,7 +242,7 @@ def page_limit(rows: int):
     Statements run five times on a connection become prepared statements; PostgreSQL then plans them once
     (a generic plan) only when that plan is estimated no dearer than planning each time. With `LIMIT $n` the
     generic plan must assume an unknown row count and never wins, so a page query was planned on every
-    request (about 1.2 ms for the application list, more than running it). With the number in the text, the
+    request (for the application list, planning took longer than running it). With the number in the text, the
     plan is kept; a different limit is another statement.
     """
     return bindparam("page_limit", rows, type_=Integer, literal_execute=True)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from core.verification.exam_records import ExamRecord
 from core.verification.registries import Registry
 
-if TYPE_CHECKING:  # requests (6 MiB with urllib3) is imported by the first live lookup, not at start
+if TYPE_CHECKING:  # requests (heavy, with urllib3) is imported by the first live lookup, not at start
     import requests
 
 logger = logging.getLogger(__name__)
