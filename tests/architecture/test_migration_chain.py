@@ -27,7 +27,8 @@ def _revision_of(path: Path) -> dict:
     for node in module.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                 and node.targets[0].id in ("revision", "down_revision"):
-            found[node.targets[0].id] = ast.literal_eval(node.value)
+            value = ast.literal_eval(node.value)
+            found[node.targets[0].id] = tuple(value) if isinstance(value, list) else value
     return found
 
 
