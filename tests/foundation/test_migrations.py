@@ -2,6 +2,7 @@ import os
 import subprocess
 import sys
 import uuid
+from contextlib import contextmanager
 
 from sqlalchemy import create_engine, inspect, text
 
@@ -10,38 +11,40 @@ from tests.conftest import POSTGRES_ADMIN_URL, TEST_DB
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _flask(database_url: str, *args: str) -> subprocess.CompletedProcess:
+def flask_command(database_url: str, *args: str) -> subprocess.CompletedProcess:
+    """`flask --app wsgi <args>` on `database_url`, as an operator runs it."""
     env = {**os.environ, "DATABASE_URL": database_url}
     return subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
 
 
-def _empty_database(tmp_path):
+@contextmanager
+def empty_database(tmp_path):
+    """The URL of a new, empty database of the suite's kind (SQLite file or PostgreSQL database), dropped after."""
     if TEST_DB != "postgres":
-        return f"sqlite:///{tmp_path / 'fresh.db'}", None
+        yield f"sqlite:///{tmp_path / 'fresh.db'}"
+        return
     name = f"karibu_migrate_{uuid.uuid4().hex[:10]}"
     admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
     with admin.connect() as connection:
         connection.execute(text(f'CREATE DATABASE "{name}"'))
-    return POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + "/" + name, (admin, name)
+    try:
+        yield POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + "/" + name
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
 
 
 def test_migrations_upgrade_downgrade_upgrade_on_an_empty_database(tmp_path):
-    url, cleanup = _empty_database(tmp_path)
-    try:
+    with empty_database(tmp_path) as url:
         for step in (("db", "upgrade"), ("db", "downgrade", "base"), ("db", "upgrade")):
-            result = _flask(url, *step)
+            result = flask_command(url, *step)
             assert result.returncode == 0, result.stderr
         engine = create_engine(url)
         tables = set(inspect(engine).get_table_names())
         engine.dispose()
         assert {"institutions", "users", "api_keys", "programs", "cycles", "stages", "applicants", "applications",
                 "decisions", "payments", "documents", "audit_log", "events"} <= tables
-        seeded = _flask(url, "seed-demo", "--applications", "5", "--json")
+        seeded = flask_command(url, "seed-demo", "--applications", "5", "--json")
         assert seeded.returncode == 0, seeded.stderr
-    finally:
-        if cleanup:
-            admin, name = cleanup
-            with admin.connect() as connection:
-                connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-            admin.dispose()

@@ -1,7 +1,7 @@
 """Two-factor sign-in: TOTP credentials and recovery codes of staff, and the institution's rule for admins.
 
 Revision ID: 0013_two_factor
-Revises: 0011_privacy
+Revises: 0012_staff_accounts
 """
 from alembic import op
 import sqlalchemy as sa

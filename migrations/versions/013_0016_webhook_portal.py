@@ -1,7 +1,7 @@
 """Webhook portal: the request and response headers of every attempt, and events sent as tests.
 
 Revision ID: 0016_webhook_portal
-Revises: 0011_privacy
+Revises: 0013_two_factor
 """
 from alembic import op
 import sqlalchemy as sa

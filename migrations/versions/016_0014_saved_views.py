@@ -2,7 +2,7 @@
 every sort of the list a keyset walk (first and deep pages cost the same).
 
 Revision ID: 0014_saved_views
-Revises: 0011_privacy
+Revises: 0017_application_history
 
 - `ix_applications_inst_stage_submitted`: sort by stage (one range per stage, newest submission first).
 - `ix_applicants_inst_search_text`: sort by name (the folded "first last email" text of the applicant).

@@ -4,7 +4,7 @@ Both are nullable: an institution without a chosen zone shows times in the zone 
 its programs' currency, see core.institutions.time_zone_of); a user without a language sees English.
 
 Revision ID: 0015_time_zone_language
-Revises: 0011_privacy
+Revises: 0016_webhook_portal
 """
 from alembic import op
 import sqlalchemy as sa

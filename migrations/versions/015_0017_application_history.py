@@ -2,7 +2,7 @@
 who made it (staff user, API credential or the applicant).
 
 Revision ID: 0017_application_history
-Revises: 0011_privacy
+Revises: 0015_time_zone_language
 """
 from alembic import op
 import sqlalchemy as sa
