@@ -35,7 +35,7 @@ def list_command(institution_id: str | None, status: str | None, channel: str | 
         "subject": m.subject, "status": m.status, "attempts": m.attempts, "last_error": m.last_error,
         "provider_id": m.provider_id, "created_at": isoformat_z(m.created_at), "sent_at": isoformat_z(m.sent_at),
         "next_attempt_at": isoformat_z(m.next_attempt_at) if m.status == "retry_scheduled" else None,
-    } for m in page.messages]
+    } for m in page.rows]
     if as_json:
         click.echo(json.dumps({"messages": rows}))
         return

@@ -78,7 +78,7 @@ def log_command(institution_id: str, status: str | None, limit: int, as_json: bo
         "attempts": d.attempts,
         "last_response_code": d.last_response_code,
         "next_attempt_at": isoformat_z(d.next_attempt_at),
-    } for d in page.deliveries]
+    } for d in page.rows]
     human = "\n".join(
         f"{r['id']}  {r['type']:<22} {r['status']:<17} attempts={r['attempts']} "
         f"last={r['last_response_code'] or '-'} next={r['next_attempt_at'] or '-'}" for r in rows

@@ -39,7 +39,7 @@ def audit_log():
     page = audit_page(g.scope, filters)
     shown = {name: request.args[name].strip() for name in FILTER_NAMES if (request.args.get(name) or "").strip()}
     context = dict(page=page, shown=shown, sources=SOURCES, outcomes=OUTCOMES)
-    if is_partial_request() and filters.before_id is not None:
+    if is_partial_request() and filters.before is not None:
         return render_page("audit/partial/rows.html", **context)
     headers = {"HX-Push-Url": url_for("portal.audit_log", **shown)} if is_partial_request() else {}
     return render_page("audit/index.html", "audit/partial/results.html", headers=headers, **context)

@@ -46,7 +46,7 @@ def _list_context() -> dict:
     status, channel = _filter("status", MESSAGE_STATUSES), _filter("channel", CHANNELS)
     before = (request.args.get("before") or "").strip() or None
     page = list_messages(g.scope, status=status, channel=channel, limit=PAGE_SIZE, before=before)
-    in_flight = any(message.status in SENDABLE_MESSAGE_STATUSES for message in page.messages)
+    in_flight = any(message.status in SENDABLE_MESSAGE_STATUSES for message in page.rows)
     return dict(page=page, status_filter=status, channel_filter=channel, statuses=MESSAGE_STATUSES,
                 channels=CHANNELS, refresh=in_flight and before is None)
 

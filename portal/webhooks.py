@@ -94,10 +94,10 @@ def _log_context(limit: int = LOG_PAGE_SIZE) -> dict:
     status = _status_filter()
     before = (request.args.get("before") or "").strip() or None
     page = list_deliveries(g.scope, status, limit=limit, before=before)
-    pending = any(delivery.status in SENDABLE_STATUSES for delivery in page.deliveries)
+    pending = any(delivery.status in SENDABLE_STATUSES for delivery in page.rows)
     endpoint = g.get("webhook_endpoint") or get_endpoint(g.scope)
     return dict(page=page, status_filter=status, statuses=DELIVERY_STATUSES, status_labels=STATUS_LABELS,
-                refresh=pending and before is None, summary=_log_summary(page.deliveries),
+                refresh=pending and before is None, summary=_log_summary(page.rows),
                 test_event_types=_test_event_types(endpoint), error_class_label=error_class_label)
 
 

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from core.errors import InvalidInput
 from core.db import db
 from core.models import AuditLog
+from core.paging import KeysetPage
 from core.scoping import InstitutionScope
 from core.timefmt import parse_utc
 
@@ -22,13 +23,7 @@ class AuditFilters:
     outcome: str = ""
     since: datetime | None = None
     until: datetime | None = None
-    before_id: int | None = None
-
-
-@dataclass(frozen=True)
-class AuditPage:
-    rows: list[AuditLog]
-    next_before_id: int | None
+    before: int | None = None  # only entries older than this id (the page's `next_before`)
 
 
 def parse_audit_filters(args) -> AuditFilters:
@@ -50,16 +45,15 @@ def parse_audit_filters(args) -> AuditFilters:
     if "until" in dates and len((args.get("until") or "").strip()) == 10:
         dates["until"] += timedelta(days=1)  # a date means "up to the end of that day"
     before = (args.get("before") or "").strip()
-    before_id = None
-    if before:
-        if not before.isdigit():
-            raise InvalidInput("before must be a positive integer", parameter="before")
-        before_id = int(before)
+    if before and not before.isdigit():
+        raise InvalidInput("before must be a positive integer", parameter="before")
     return AuditFilters(source=source, actor=(args.get("actor") or "").strip()[:100], outcome=outcome,
-                        since=dates.get("since"), until=dates.get("until"), before_id=before_id)
+                        since=dates.get("since"), until=dates.get("until"),
+                        before=int(before) if before else None)
 
 
-def audit_page(scope: InstitutionScope, filters: AuditFilters, page_size: int = PAGE_SIZE) -> AuditPage:
+def audit_page(scope: InstitutionScope, filters: AuditFilters, page_size: int = PAGE_SIZE
+               ) -> KeysetPage[AuditLog]:
     statement = scope.select(AuditLog)
     if filters.source:
         statement = statement.where(AuditLog.source == filters.source)
@@ -75,9 +69,7 @@ def audit_page(scope: InstitutionScope, filters: AuditFilters, page_size: int = 
         statement = statement.where(AuditLog.created_at >= filters.since)
     if filters.until:
         statement = statement.where(AuditLog.created_at < filters.until)
-    if filters.before_id is not None:
-        statement = statement.where(AuditLog.id < filters.before_id)
+    if filters.before is not None:
+        statement = statement.where(AuditLog.id < filters.before)
     rows = list(db.session.scalars(statement.order_by(AuditLog.id.desc()).limit(page_size + 1)))
-    has_more = len(rows) > page_size
-    rows = rows[:page_size]
-    return AuditPage(rows=rows, next_before_id=rows[-1].id if has_more else None)
+    return KeysetPage.of(rows, page_size)

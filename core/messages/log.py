@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from sqlalchemy import select
 
@@ -13,15 +12,10 @@ from core.messages.outbox import drain_after_commit
 from core.messages.runtime import runtime
 from core.models import Institution
 from core.models.messages import CHANNELS, MESSAGE_STATUSES, Message
+from core.paging import KeysetPage
 from core.scoping import InstitutionScope
 
 MAX_LIST_LIMIT = 500
-
-
-@dataclass(frozen=True)
-class MessagePage:
-    messages: list[Message]
-    next_before: str | None  # pass as `before` for the next (older) page; None on the last page
 
 
 def _check_filters(status: str | None, channel: str | None, limit: int) -> None:
@@ -34,7 +28,7 @@ def _check_filters(status: str | None, channel: str | None, limit: int) -> None:
 
 
 def list_messages(scope: InstitutionScope | None, *, status: str | None = None, channel: str | None = None,
-                  limit: int = 50, before: str | None = None) -> MessagePage:
+                  limit: int = 50, before: str | None = None) -> KeysetPage[Message]:
     """Messages newest first, optionally one status and channel; every institution's when `scope` is None
     (operators' CLI)."""
     _check_filters(status, channel, limit)
@@ -50,9 +44,7 @@ def list_messages(scope: InstitutionScope | None, *, status: str | None = None, 
         query = query.where((Message.created_at < anchor.created_at)
                             | ((Message.created_at == anchor.created_at) & (Message.id < anchor.id)))
     rows = list(db.session.scalars(query.order_by(Message.created_at.desc(), Message.id.desc()).limit(limit + 1)))
-    has_more = len(rows) > limit
-    rows = rows[:limit]
-    return MessagePage(rows, rows[-1].id if has_more else None)
+    return KeysetPage.of(rows, limit)
 
 
 def messages_of_application(scope: InstitutionScope, application_id: str) -> list[Message]:

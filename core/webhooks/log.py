@@ -12,6 +12,7 @@ from core.events.emission import emit_webhook_test, event_body
 from core.db import db
 from core.models import Event
 from core.models.webhooks import DELIVERY_STATUSES, WebhookAttempt, WebhookDelivery
+from core.paging import KeysetPage
 from core.scoping import InstitutionScope
 from core.webhooks.endpoints import require_endpoint
 from core.webhooks.outbox import drain_after_commit
@@ -22,14 +23,8 @@ MAX_LOG_LIMIT = 200
 RECOVERABLE_STATUSES = ("retry_scheduled", "dead", "endpoint_disabled")
 
 
-@dataclass(frozen=True)
-class DeliveryPage:
-    deliveries: list[WebhookDelivery]
-    next_before: str | None  # pass as `before` for the next (older) page; None on the last page
-
-
 def list_deliveries(scope: InstitutionScope, status: str | None = None, *, limit: int = 50,
-                    before: str | None = None) -> DeliveryPage:
+                    before: str | None = None) -> KeysetPage[WebhookDelivery]:
     """Deliveries of the institution, newest first, optionally only those with `status`."""
     if status is not None and status not in DELIVERY_STATUSES:
         raise InvalidInput(f"status must be one of: {', '.join(DELIVERY_STATUSES)}", field="status")
@@ -49,9 +44,7 @@ def list_deliveries(scope: InstitutionScope, status: str | None = None, *, limit
     rows = list(db.session.scalars(
         query.order_by(WebhookDelivery.created_at.desc(), WebhookDelivery.id.desc()).limit(limit + 1)
     ))
-    has_more = len(rows) > limit
-    rows = rows[:limit]
-    return DeliveryPage(rows, rows[-1].id if has_more else None)
+    return KeysetPage.of(rows, limit)
 
 
 def get_delivery_with_attempts(scope: InstitutionScope, delivery_id: str

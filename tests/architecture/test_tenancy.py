@@ -474,7 +474,7 @@ def counts_per_day(scope, own, target):
 
 @probe(Message)
 def messages_list(scope, own, target):
-    return target.message_id in {message.id for message in message_log.list_messages(scope).messages}
+    return target.message_id in {message.id for message in message_log.list_messages(scope).rows}
 
 
 @probe(Message)
@@ -510,7 +510,7 @@ def events_feed_get(scope, own, target):
 
 @probe(WebhookDelivery)
 def webhooks_list_deliveries(scope, own, target):
-    return target.delivery_id in {delivery.id for delivery in log.list_deliveries(scope).deliveries}
+    return target.delivery_id in {delivery.id for delivery in log.list_deliveries(scope).rows}
 
 
 @probe(WebhookDelivery)

@@ -512,21 +512,21 @@ def test_log_filter_newest_first_and_pages(engine, factory, receiver, clock):
     run_worker(engine)
     scope = InstitutionScope(institution.id)
     with engine.app_context():
-        everything = list_deliveries(scope).deliveries
+        everything = list_deliveries(scope).rows
         assert len(everything) == 5
         assert [d.created_at for d in everything] == sorted((d.created_at for d in everything), reverse=True)
-        failing = list_deliveries(scope, "retry_scheduled").deliveries
+        failing = list_deliveries(scope, "retry_scheduled").rows
         assert len(failing) == 2 and {d.last_response_code for d in failing} == {500}
-        assert len(list_deliveries(scope, "delivered").deliveries) == 3
+        assert len(list_deliveries(scope, "delivered").rows) == 3
         first = list_deliveries(scope, limit=2)
         second = list_deliveries(scope, limit=2, before=first.next_before)
         third = list_deliveries(scope, limit=2, before=second.next_before)
-        paged = [d.id for page in (first, second, third) for d in page.deliveries]
+        paged = [d.id for page in (first, second, third) for d in page.rows]
         assert paged == [d.id for d in everything] and third.next_before is None
         with pytest.raises(InvalidInput, match="status must be one of"):
             list_deliveries(scope, "failed")
         with pytest.raises(NotFound):
-            get_delivery_with_attempts(scope, list_deliveries(InstitutionScope(other.id)).deliveries[0].id)
+            get_delivery_with_attempts(scope, list_deliveries(InstitutionScope(other.id)).rows[0].id)
 
 
 def test_redeliver_sends_one_delivery_again_with_the_same_event_id(engine, factory, receiver):
