@@ -20,7 +20,7 @@ from api.errors import handle_api_exception
 from api.json_provider import OrjsonProvider
 from cli import COMMANDS
 from core.audit.recording import record_request, redact_path
-from core.config import INSTANCE_DIR, ConfigurationError, Settings, check_startup_settings
+from core.config import INSTANCE_DIR, ConfigurationError, Settings, SettingsConfig, check_startup_settings
 from core.db import DeferredMigrate, babel, csrf, db, limiter, login_manager
 from core.i18n import compile_catalogues
 from core.redis_faults import count_rate_limiter_faults
@@ -37,23 +37,30 @@ REQUEST_ID_HEADER = "X-Request-Id"
 _ACCEPTABLE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
 
 
+class KaribuFlask(Flask):
+    config: SettingsConfig
+    config_class = SettingsConfig  # the app's `Settings` live in its config: core.config.settings()
+
+
 def create_app(overrides: dict | None = None) -> Flask:
-    app = Flask(__name__, template_folder="templates", static_folder="static", instance_relative_config=True,
-                instance_path=str(INSTANCE_DIR))
-    app.config.update(Settings.from_environment().flask_config())
-    app.config.update(overrides or {})
+    """The app; `overrides` (tests, benchmarks) win over the environment and `.env`, for settings and for
+    Flask's own keys alike."""
+    app = KaribuFlask(__name__, template_folder="templates", static_folder="static", instance_relative_config=True,
+                      instance_path=str(INSTANCE_DIR))
+    settings = Settings.from_environment(overrides)
+    app.config.use(settings)
+    app.config.update(overrides or {})  # Flask's keys (TESTING, SQLALCHEMY_DATABASE_URI, …) too
     app.json = OrjsonProvider(app)
     app.json.sort_keys = False  # records keep the documented field order
     os.makedirs(app.instance_path, exist_ok=True)  # home of the default SQLite file and documents
-    if app.config["PROXY_COUNT"]:
+    if settings.PROXY_COUNT:
         # Behind the edge (deploy/nginx.conf): the client address is the one the trusted proxies saw.
-        proxies = app.config["PROXY_COUNT"]
+        proxies = settings.PROXY_COUNT
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies)
-    configure_logging(app)
-    check_startup_settings(app.config)
-    app.config["SECRET_KEY"] = resolve_secret_key(app.config["SECRET_KEY"], Path(app.config["SECRET_KEY_FILE"]),
-                                                  app.logger)
-    if app.config["METRICS_ENABLED"]:
+    configure_logging(app, log_format=settings.LOG_FORMAT, level=settings.LOG_LEVEL)
+    check_startup_settings(settings)
+    app.config["SECRET_KEY"] = resolve_secret_key(settings.SECRET_KEY, Path(settings.SECRET_KEY_FILE), app.logger)
+    if settings.METRICS_ENABLED:
         instrument_requests(app)
     register_request_id(app)
     register_audit(app)

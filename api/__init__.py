@@ -7,6 +7,7 @@ from api.auth import add_rate_limit_headers, authenticate_request, enforce_edge_
 from api.openapi import openapi_json_bytes
 from api.parameters import reject_unknown_query_parameters
 from core.audit.recording import AuditEntry
+from core.config import settings
 from core.db import limiter
 from core.institutions import describe_institution
 
@@ -62,7 +63,7 @@ def _finish_api_response(response):
 @bp.get("/openapi.json")
 def openapi_json():
     """The OpenAPI 3.1 document (public: it describes the API, it holds no data)."""
-    return current_app.response_class(openapi_json_bytes(current_app.config["PUBLIC_BASE_URL"]),
+    return current_app.response_class(openapi_json_bytes(settings().PUBLIC_BASE_URL),
                                       mimetype="application/json")
 
 

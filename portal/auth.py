@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import time
 
-from flask import current_app, flash, redirect, request, session, url_for
+from flask import flash, redirect, request, session, url_for
 from flask_babel import get_locale
 from flask_babel import gettext as _
 from flask_login import current_user, login_user, logout_user
@@ -25,6 +25,7 @@ from core.accounts import two_factor
 from core.accounts.links import (
     LinkNotValid, accept_invitation, open_invitation, open_reset, request_password_reset, reset_password,
 )
+from core.config import settings
 from core.errors import InvalidInput
 from core.db import db, limiter
 from core.messages.addresses import valid_email
@@ -112,11 +113,11 @@ def _password_accepted(user: User, next_url: str | None):
 
 
 @bp.route("/login", methods=["GET", "POST"])
-@limiter.limit(lambda: current_app.config["PORTAL_LOGIN_RATE_LIMIT"], key_func=_address_and_email,
+@limiter.limit(lambda: settings().PORTAL_LOGIN_RATE_LIMIT, key_func=_address_and_email,
                **_throttle_options)
-@limiter.limit(lambda: current_app.config["PORTAL_LOGIN_ADDRESS_RATE_LIMIT"], key_func=_address,
+@limiter.limit(lambda: settings().PORTAL_LOGIN_ADDRESS_RATE_LIMIT, key_func=_address,
                **_throttle_options)
-@limiter.limit(lambda: current_app.config["PORTAL_LOGIN_ACCOUNT_RATE_LIMIT"], key_func=_account,
+@limiter.limit(lambda: settings().PORTAL_LOGIN_ACCOUNT_RATE_LIMIT, key_func=_account,
                **_throttle_options)
 def login():
     next_url = safe_next(request.args.get("next"))
@@ -200,9 +201,9 @@ def _forgot_throttled(_limit):
 
 
 @bp.route("/login/forgot", methods=["GET", "POST"])
-@limiter.limit(lambda: current_app.config["PORTAL_FORGOT_ADDRESS_RATE_LIMIT"], key_func=_forgot_address,
+@limiter.limit(lambda: settings().PORTAL_FORGOT_ADDRESS_RATE_LIMIT, key_func=_forgot_address,
                methods=["POST"], on_breach=_forgot_throttled)
-@limiter.limit(lambda: current_app.config["PORTAL_FORGOT_EMAIL_RATE_LIMIT"], key_func=_forgot_email,
+@limiter.limit(lambda: settings().PORTAL_FORGOT_EMAIL_RATE_LIMIT, key_func=_forgot_email,
                methods=["POST"], on_breach=_forgot_throttled)
 def forgot_password():
     """Email a reset link. The answer is the same page, after the same time, whether or not an account has

@@ -6,11 +6,12 @@ Wrong codes are throttled per account and per client address; the counters are s
 """
 from __future__ import annotations
 
-from flask import current_app, flash, g, redirect, request, session, url_for
+from flask import flash, g, redirect, request, session, url_for
 from flask_babel import gettext
 from flask_login import current_user
 
 from core.accounts import two_factor
+from core.config import settings
 from core.db import limiter
 from core.scoping import InstitutionScope
 from portal import bp
@@ -56,9 +57,9 @@ def _throttled(_limit):
 def _throttle(view):
     """Wrong codes per account and per address, counted together for every view that checks one."""
     options = dict(methods=["POST"], deduct_when=_wrong_code_given, on_breach=_throttled)
-    view = limiter.shared_limit(lambda: current_app.config["PORTAL_TWO_FACTOR_ADDRESS_RATE_LIMIT"],
+    view = limiter.shared_limit(lambda: settings().PORTAL_TWO_FACTOR_ADDRESS_RATE_LIMIT,
                                 scope="two-factor-address", key_func=_address_key, **options)(view)
-    return limiter.shared_limit(lambda: current_app.config["PORTAL_TWO_FACTOR_RATE_LIMIT"],
+    return limiter.shared_limit(lambda: settings().PORTAL_TWO_FACTOR_RATE_LIMIT,
                                 scope="two-factor-account", key_func=_account_key, **options)(view)
 
 
