@@ -9,6 +9,8 @@ from pathlib import Path
 
 from flask import Flask, g, request
 from flask.cli import FlaskGroup
+from flask_babel import Babel
+from flask_wtf import CSRFProtect
 from werkzeug.exceptions import HTTPException
 from werkzeug.middleware.proxy_fix import ProxyFix
 
@@ -21,7 +23,7 @@ from api.json_provider import OrjsonProvider
 from cli import COMMANDS
 from core.audit.recording import record_request, redact_path
 from core.config import INSTANCE_DIR, ConfigurationError, Settings, SettingsConfig, check_startup_settings
-from core.db import DeferredMigrate, babel, csrf, db, limiter, login_manager
+from core.db import DeferredMigrate, db
 from core.i18n import compile_catalogues
 from core.redis_faults import count_rate_limiter_faults
 from core.secret_key import resolve_secret_key
@@ -31,10 +33,19 @@ from ops.logs import configure_logging
 from ops.metrics import count_rate_limit_refusal, instrument_requests, metrics_bp
 from portal.errors import html_error
 from portal.i18n import select_locale
+from portal.limiter import limiter
 from portal.public import public_bp
+from portal.security import login_manager
 
 REQUEST_ID_HEADER = "X-Request-Id"
 _ACCEPTABLE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
+
+# The web extensions only this module sets up: every form posted to the portal and the public pages carries a
+# CSRF token (the API and the payment callbacks are exempt), and the portal's text is translated.
+csrf = CSRFProtect()
+babel = Babel()
+# The API counts its own requests (api/rate_limits.py): the portal's Flask-Limiter leaves its paths alone.
+limiter.request_filter(api.is_api_request)
 
 
 class KaribuFlask(Flask):
@@ -109,6 +120,7 @@ def register_audit(app: Flask) -> None:
 
 
 def register_extensions(app: Flask) -> None:
+    """The database (core), then the web layer's: sign-in (portal), CSRF, rate limits (portal), translations."""
     db.init_app(app)
     DeferredMigrate(app, directory=str(app.root_path + "/migrations"))
     login_manager.init_app(app)

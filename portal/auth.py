@@ -27,13 +27,14 @@ from core.accounts.links import (
 )
 from core.config import settings
 from core.errors import InvalidInput
-from core.db import db, limiter
+from core.db import db
 from core.messages.addresses import valid_email
 from core.models import User
 from core.accounts.sessions import end_session, start_session
 from core.accounts.users import check_credentials, load_active_user, normalise_email, record_sign_in
 from portal import bp
 from portal.forms import ActionForm, ChooseAccountForm, ForgotPasswordForm, LoginForm, SetPasswordForm, submitted
+from portal.limiter import limiter
 from portal.pending_sign_in import start_pending_sign_in
 from portal.rendering import render_page
 from portal.security import SESSION_RECORD_KEY, audit, safe_next, staff_required

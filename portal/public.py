@@ -12,10 +12,10 @@ from core.audit.recording import AuditEntry
 from core.applications.decision_answers import ANSWERABLE_DECISIONS, RESPONSES, decision_for_token, record_decision_response
 from core.config import settings
 from core.errors import Conflict, InvalidInput
-from core.db import limiter
 from core.i18n import LANGUAGES
 from core.scoping import InstitutionScope
 from portal.i18n import use_language, visitor_language
+from portal.limiter import limiter
 
 public_bp = Blueprint("public", __name__)
 _SUBMITTED_KEY = "karibu_submitted_application"

@@ -6,12 +6,11 @@ from functools import wraps
 from urllib.parse import urlsplit
 
 from flask import Flask, g, redirect, request, session, url_for
-from flask_login import current_user, login_required
+from flask_login import LoginManager, current_user, login_required
 from htmx_flask import Htmx
 
 from core.audit.recording import AuditEntry
 from core.errors import Forbidden
-from core.db import login_manager
 from core.applications.history import Actor
 from core.scoping import InstitutionScope
 from core.accounts.sessions import live_session
@@ -19,6 +18,9 @@ from core.accounts.users import load_active_user
 
 # The key of the signed session cookie that names the browser's server-side session record.
 SESSION_RECORD_KEY = "staff_session"
+
+# Flask-Login: the portal's staff sign-in (initialised by wsgi.register_extensions).
+login_manager = LoginManager()
 
 # No inline script or style anywhere in the portal: htmx runs with allowEval off and its indicator styles
 # disabled, so the policy needs no 'unsafe-*' source.

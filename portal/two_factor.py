@@ -12,11 +12,11 @@ from flask_login import current_user
 
 from core.accounts import two_factor
 from core.config import settings
-from core.db import limiter
 from core.scoping import InstitutionScope
 from portal import bp
 from portal.auth import complete_sign_in
 from portal.forms import ActionForm, AdminTwoFactorForm, TwoFactorCodeForm, TwoFactorDisableForm, submitted
+from portal.limiter import limiter
 from portal.pending_sign_in import PENDING_KEY, end_pending_sign_in, pending_sign_in
 from portal.rendering import render_page
 from portal.security import admin_required, audit, staff_required

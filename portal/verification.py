@@ -13,13 +13,13 @@ from core.applications.credential_checks import record_check
 from core.accounts.api_authentication import Principal
 from core.config import settings
 from core.errors import KaribuError, problem
-from core.db import limiter
 from core.models import Application
 from core.verification.billing import agreement_price, usage_by_month, usage_csv
 from core.verification.registries import REGISTRIES
 from core.verification.service import current_settings, list_issuers, verify
 from portal import bp
 from portal.forms import VerificationForm, submitted, verification_form
+from portal.limiter import limiter
 from portal.rendering import render_page
 from portal.security import audit, staff_required
 

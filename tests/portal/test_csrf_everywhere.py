@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.db import csrf
+from wsgi import csrf
 
 STATE_CHANGING = {"POST", "PUT", "PATCH", "DELETE"}
 CSRF_REFUSAL = "Your form expired or came from another site"
