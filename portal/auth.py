@@ -37,7 +37,7 @@ from portal.forms import ActionForm, ChooseAccountForm, ForgotPasswordForm, Logi
 from portal.limiter import limiter
 from portal.pending_sign_in import start_pending_sign_in
 from portal.rendering import render_page
-from portal.security import SESSION_RECORD_KEY, audit, safe_next, staff_required
+from portal.security import SESSION_RECORD_KEY, audit, bind_session_to_client, safe_next, staff_required
 
 # A sign-in waiting for its institution to be chosen (several accounts matched) is kept this long.
 PENDING_SIGN_IN_SECONDS = 300
@@ -90,12 +90,13 @@ def complete_sign_in(user: User) -> None:
     """The one way a browser becomes signed in, once every factor is checked.
 
     The session is rotated (everything the browser carried before is dropped: no session fixation), a
-    server-side session record is started and named in the new session, the user is logged in and the
-    sign-in is audited.
+    server-side session record is started and named in the new session, the user is logged in, the session
+    is bound to this client (address and user agent) and the sign-in is audited.
     """
     session.clear()
     record = start_session(user, user_agent=request.user_agent.string, address=request.remote_addr or "")
     login_user(user)
+    bind_session_to_client()
     session[SESSION_RECORD_KEY] = record.id
     record_sign_in(user)
     audit("login", user.id, user=user)

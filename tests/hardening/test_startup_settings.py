@@ -17,7 +17,7 @@ from core.db import db
 from core.models import User
 from core.secret_key import MIN_SECRET_KEY_LENGTH
 from core.accounts.sessions import start_session
-from portal.security import SESSION_RECORD_KEY
+from portal.security import SESSION_CLIENT_KEY, SESSION_RECORD_KEY
 from tests.conftest import app_config
 from wsgi import create_app
 
@@ -31,14 +31,15 @@ ATTACKER_ADDRESS, ATTACKER_AGENT = "203.0.113.7", "attacker-agent/1.0"
 def forged_session_cookie(secret_key: str, user_id: str, session_record_id: str) -> str:
     """What an attacker who knows a key mints: Flask's own session serializer, a Flask-Login session.
 
-    The session is bound to a hash of the client's address and User-Agent, both known to the attacker, and
-    names a live server-side session record (as if copied from a real cookie), so the forgery carries both.
+    The session is bound to a hash of the client's address and User-Agent (portal.security.client_fingerprint),
+    both known to the attacker, and names a live server-side session record (as if copied from a real cookie),
+    so the forgery carries both.
     """
     attacker = Flask("attacker")
     attacker.secret_key = secret_key
     serializer = SecureCookieSessionInterface().get_signing_serializer(attacker)
     identifier = hashlib.sha512(f"{ATTACKER_ADDRESS}|{ATTACKER_AGENT}".encode()).hexdigest()
-    return serializer.dumps({"_user_id": user_id, "_fresh": True, "_id": identifier,
+    return serializer.dumps({"_user_id": user_id, "_fresh": True, SESSION_CLIENT_KEY: identifier,
                              SESSION_RECORD_KEY: session_record_id})
 
 
