@@ -246,7 +246,9 @@ class SettingsConfig(Config):
     `use(settings)` puts a `Settings` in place and copies its values (and the Flask keys derived from them:
     `Settings.flask_config()`) into the mapping. Afterwards a write of a setting's name, whoever makes it (a
     test's `monkeypatch.setitem(app.config, …)`, `create_app` storing the resolved SECRET_KEY), goes to the
-    `Settings` too, validated, so `settings()` and Flask's config never disagree.
+    `Settings` too, validated and converted, so `settings()` sees every change made through the config. (The
+    derived Flask keys are not recomputed: a test that changes the database or the body limit of a running
+    app writes Flask's key itself.)
     """
 
     def __init__(self, root_path, defaults=None):

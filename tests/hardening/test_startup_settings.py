@@ -13,12 +13,13 @@ import pytest
 from flask import Flask
 from flask.sessions import SecureCookieSessionInterface
 
+from core.config import ConfigurationError
 from core.db import db
 from core.models import User
 from core.secret_key import MIN_SECRET_KEY_LENGTH
 from core.accounts.sessions import start_session
 from portal.security import SESSION_CLIENT_KEY, SESSION_RECORD_KEY
-from tests.conftest import app_config
+from tests.conftest import REDIS_URL, app_config
 from wsgi import create_app
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -130,6 +131,25 @@ def test_a_malformed_setting_stops_the_app_naming_it(tmp_path, name, value):
     assert completed.returncode != 0
     assert f"Karibu cannot start: {name}: " in completed.stderr
     assert "Traceback" not in completed.stderr
+
+
+def test_the_apps_settings_are_its_overrides_and_follow_its_config(app, monkeypatch):
+    from pydantic import ValidationError
+
+    from core.config import settings
+    with app.app_context():
+        assert settings().REDIS_URL == REDIS_URL  # create_app's override
+        assert settings().API_RATE_LIMIT == "100000/minute"
+        monkeypatch.setitem(app.config, "MAIL_PORT", "2525")
+        assert settings().MAIL_PORT == 2525 == app.config["MAIL_PORT"]  # converted like an environment value
+        with pytest.raises(ValidationError):
+            app.config["MAIL_PORT"] = "twenty-five"
+        assert settings().MAIL_PORT == 2525
+
+
+def test_a_malformed_override_stops_create_app_naming_it(database_url, tmp_path):
+    with pytest.raises(ConfigurationError, match="^EVENTS_RETENTION_DAYS: "):
+        create_app({**app_config(database_url, tmp_path / "documents"), "EVENTS_RETENTION_DAYS": 7})
 
 
 def test_the_default_key_file_is_in_the_instance_folder():
