@@ -9,6 +9,8 @@ from pathlib import Path
 
 from flask import Flask, g, request
 from flask.cli import FlaskGroup
+from flask_babel import Babel
+from flask_wtf import CSRFProtect
 from werkzeug.exceptions import HTTPException
 from werkzeug.middleware.proxy_fix import ProxyFix
 
@@ -20,8 +22,8 @@ from api.errors import handle_api_exception
 from api.json_provider import OrjsonProvider
 from cli import COMMANDS
 from core.audit.recording import record_request, redact_path
-from core.config import INSTANCE_DIR, ConfigurationError, Settings, check_startup_settings
-from core.db import DeferredMigrate, babel, csrf, db, limiter, login_manager
+from core.config import INSTANCE_DIR, ConfigurationError, Settings, SettingsConfig, check_startup_settings
+from core.db import DeferredMigrate, db
 from core.i18n import compile_catalogues
 from core.redis_faults import count_rate_limiter_faults
 from core.secret_key import resolve_secret_key
@@ -31,29 +33,45 @@ from ops.logs import configure_logging
 from ops.metrics import count_rate_limit_refusal, instrument_requests, metrics_bp
 from portal.errors import html_error
 from portal.i18n import select_locale
+from portal.limiter import limiter
 from portal.public import public_bp
+from portal.security import login_manager
 
 REQUEST_ID_HEADER = "X-Request-Id"
 _ACCEPTABLE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
 
+# The web extensions only this module sets up: every form posted to the portal and the public pages carries a
+# CSRF token (the API and the payment callbacks are exempt), and the portal's text is translated.
+csrf = CSRFProtect()
+babel = Babel()
+# The API counts its own requests (api/rate_limits.py): the portal's Flask-Limiter leaves its paths alone.
+limiter.request_filter(api.is_api_request)
+
+
+class KaribuFlask(Flask):
+    config: SettingsConfig
+    config_class = SettingsConfig  # the app's `Settings` live in its config: core.config.settings()
+
 
 def create_app(overrides: dict | None = None) -> Flask:
-    app = Flask(__name__, template_folder="templates", static_folder="static", instance_relative_config=True,
-                instance_path=str(INSTANCE_DIR))
-    app.config.update(Settings.from_environment().flask_config())
-    app.config.update(overrides or {})
+    """The app; `overrides` (tests, benchmarks) win over the environment and `.env`, for settings and for
+    Flask's own keys alike."""
+    app = KaribuFlask(__name__, template_folder="templates", static_folder="static", instance_relative_config=True,
+                      instance_path=str(INSTANCE_DIR))
+    settings = Settings.from_environment(overrides)
+    app.config.use(settings)
+    app.config.update(overrides or {})  # Flask's keys (TESTING, SQLALCHEMY_DATABASE_URI, …) too
     app.json = OrjsonProvider(app)
     app.json.sort_keys = False  # records keep the documented field order
     os.makedirs(app.instance_path, exist_ok=True)  # home of the default SQLite file and documents
-    if app.config["PROXY_COUNT"]:
+    if settings.PROXY_COUNT:
         # Behind the edge (deploy/nginx.conf): the client address is the one the trusted proxies saw.
-        proxies = app.config["PROXY_COUNT"]
+        proxies = settings.PROXY_COUNT
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies)
-    configure_logging(app)
-    check_startup_settings(app.config)
-    app.config["SECRET_KEY"] = resolve_secret_key(app.config["SECRET_KEY"], Path(app.config["SECRET_KEY_FILE"]),
-                                                  app.logger)
-    if app.config["METRICS_ENABLED"]:
+    configure_logging(app, log_format=settings.LOG_FORMAT, level=settings.LOG_LEVEL)
+    check_startup_settings(settings)
+    app.config["SECRET_KEY"] = resolve_secret_key(settings.SECRET_KEY, Path(settings.SECRET_KEY_FILE), app.logger)
+    if settings.METRICS_ENABLED:
         instrument_requests(app)
     register_request_id(app)
     register_audit(app)
@@ -102,6 +120,7 @@ def register_audit(app: Flask) -> None:
 
 
 def register_extensions(app: Flask) -> None:
+    """The database (core), then the web layer's: sign-in (portal), CSRF, rate limits (portal), translations."""
     db.init_app(app)
     DeferredMigrate(app, directory=str(app.root_path + "/migrations"))
     login_manager.init_app(app)

@@ -7,7 +7,7 @@ from api.auth import add_rate_limit_headers, authenticate_request, enforce_edge_
 from api.openapi import openapi_json_bytes
 from api.parameters import reject_unknown_query_parameters
 from core.audit.recording import AuditEntry
-from core.db import limiter
+from core.config import settings
 from core.institutions import describe_institution
 
 API_PREFIX = "/api/v1"
@@ -15,19 +15,17 @@ API_PREFIX = "/api/v1"
 bp = Blueprint("api", __name__, url_prefix=API_PREFIX)
 
 
-def _is_api_request() -> bool:
+def is_api_request() -> bool:
+    """An `/api/v1…` path (matched or not). The API counts its requests itself (api/rate_limits.py: one Redis
+    round trip), so wsgi.py keeps the portal's Flask-Limiter off them: it would only look for limits the API
+    never declares, time spent on every request for nothing."""
     return request.path == API_PREFIX or request.path.startswith(API_PREFIX + "/")
-
-
-# The API counts its requests itself (api/rate_limits.py: one Redis round trip); Flask-Limiter, which serves the
-# portal's forms, would only look for limits the API never declares (time spent on every request for nothing).
-limiter.request_filter(_is_api_request)
 
 
 @bp.before_app_request
 def _gate_api_requests():
     """Runs for every `/api/v1…` path, matched or not: the audit row is declared, then the edge gate."""
-    if not _is_api_request():
+    if not is_api_request():
         return None
     g.audit = AuditEntry(source="api", action=request.endpoint or "")
     enforce_edge_gate()
@@ -47,7 +45,7 @@ bp.before_request(reject_unknown_query_parameters)
 
 @bp.after_app_request
 def _finish_api_response(response):
-    if not _is_api_request():
+    if not is_api_request():
         return response
     # Responses hold personal data: no shared or browser cache may keep them.
     response.headers.setdefault("Cache-Control", "no-store")
@@ -62,7 +60,7 @@ def _finish_api_response(response):
 @bp.get("/openapi.json")
 def openapi_json():
     """The OpenAPI 3.1 document (public: it describes the API, it holds no data)."""
-    return current_app.response_class(openapi_json_bytes(current_app.config["PUBLIC_BASE_URL"]),
+    return current_app.response_class(openapi_json_bytes(settings().PUBLIC_BASE_URL),
                                       mimetype="application/json")
 
 

@@ -17,7 +17,9 @@ from werkzeug.exceptions import TooManyRequests
 
 from api.rate_limits import Counter, check_and_hit, counters
 from core.accounts.api_authentication import AuthSettings, authenticate
+from core.config import settings
 from core.errors import Forbidden, NotAuthenticated, NotFound
+from core.metrics import RATE_LIMIT_REFUSALS
 from core.scoping import InstitutionScope
 
 EDGE_HEADER = "X-Edge-Auth"
@@ -33,7 +35,7 @@ def trial_allowed(view):
 
 
 def edge_gate_passes() -> bool:
-    secret = current_app.config["EDGE_SHARED_SECRET"]
+    secret = settings().EDGE_SHARED_SECRET
     if not secret:
         return True
     presented = request.headers.get(EDGE_HEADER, "")
@@ -62,12 +64,12 @@ def rate_limit_key() -> str:
 
 
 def _failure_counters() -> list[Counter]:
-    return counters(current_app.config["API_AUTH_FAILURE_RATE_LIMIT"], AUTH_FAILURE_LIMIT_SCOPE,
+    return counters(settings().API_AUTH_FAILURE_RATE_LIMIT, AUTH_FAILURE_LIMIT_SCOPE,
                     _client_address_key())
 
 
 def _credential_counters() -> list[Counter]:
-    return counters(current_app.config["API_RATE_LIMIT"], API_LIMIT_SCOPE, rate_limit_key())
+    return counters(settings().API_RATE_LIMIT, API_LIMIT_SCOPE, rate_limit_key())
 
 
 def _enforce(tests: list[Counter], hits: list[Counter]) -> None:
@@ -76,9 +78,7 @@ def _enforce(tests: list[Counter], hits: list[Counter]) -> None:
     outcome = check_and_hit(tests, hits)
     g.rate_limit_usage = outcome.usage
     if not outcome.allowed:
-        on_breach = current_app.config.get("RATELIMIT_ON_BREACH_CALLBACK")
-        if on_breach is not None:
-            on_breach(outcome.usage)
+        RATE_LIMIT_REFUSALS.labels(endpoint=request.endpoint).inc()  # as Flask-Limiter's refusals are counted
         raise TooManyRequests()
 
 
@@ -118,7 +118,7 @@ def authenticate_request() -> None:
         return
     try:
         principal = authenticate(request.headers.get("Authorization"),
-                                 AuthSettings.from_config(current_app.config))
+                                 AuthSettings.from_config(settings()))
         if principal.is_trial and not getattr(view, "trial_allowed", False):
             raise NotAuthenticated(TRIAL_KEY_SCOPE)
     except (NotAuthenticated, NotFound) as refusal:

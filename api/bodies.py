@@ -17,7 +17,7 @@ import math
 import re
 from itertools import accumulate
 
-from flask import current_app, request
+from flask import request
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from core.errors import InvalidInput
@@ -122,12 +122,17 @@ def _check_strings(body: dict) -> None:
 
 def raw_body() -> bytes:
     """The request body (read once, cached); 413 beyond MAX_CONTENT_LENGTH, with or without Content-Length."""
-    limit = current_app.config.get("MAX_CONTENT_LENGTH")
-    if limit is not None and request.content_length is None:
+    limit = request.max_content_length  # Flask's MAX_CONTENT_LENGTH
+    chunked = limit is not None and request.content_length is None
+    if chunked:
         # A chunked body has no length to check up front, and werkzeug's reader stops silently at the cap:
         # read one byte past it to tell a body of exactly the cap from a longer one.
         request.max_content_length = limit + 1
-    raw = request.get_data(cache=True)  # a Content-Length over the cap: RequestEntityTooLarge
+    try:
+        raw = request.get_data(cache=True)  # a Content-Length over the cap: RequestEntityTooLarge
+    finally:
+        if chunked:
+            request.max_content_length = None  # back to the app's limit, which the 413 answer names
     if limit is not None and len(raw) > limit:
         raise RequestEntityTooLarge()
     return raw

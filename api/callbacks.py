@@ -14,10 +14,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 
-from flask import Blueprint, current_app, g, jsonify, request
+from flask import Blueprint, g, jsonify, request
 
 from api.bodies import json_object, raw_body
 from core.audit.recording import AuditEntry
+from core.config import settings
 from core.errors import InvalidInput, NotAuthenticated, ServiceUnavailable
 from core.applications.payments import application_id_of_reference, complete_payment
 
@@ -38,7 +39,7 @@ def _declare_audit():
 
 
 def _secret(setting: str, processor: str) -> bytes:
-    secret = current_app.config.get(setting) or ""
+    secret = getattr(settings(), setting)
     if not secret:
         raise ServiceUnavailable(f"{processor} callbacks are not configured on this server: set {setting}")
     return secret.encode()

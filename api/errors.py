@@ -37,7 +37,7 @@ def handle_api_exception(exc: Exception):
         status = exc.code or 500
         extra, errors = {}, []
         if status == 413:
-            limit = current_app.config.get("MAX_CONTENT_LENGTH")
+            limit = request.max_content_length
             message = f"Request body too large: at most {limit} bytes" if limit else "Request body too large"
             extra = {"max_bytes": limit} if limit else {}
             errors = [problem("body", "body", message)]

@@ -87,7 +87,7 @@ def counters(limit_text: str, scope: str, subject: str) -> list[Counter]:
 
 
 def _key_prefix() -> str:
-    return current_app.config.get("RATELIMIT_KEY_PREFIX", "")
+    return settings().RATELIMIT_KEY_PREFIX
 
 
 def _usage(counter: Counter, count: int, ttl: int, now: float) -> Usage:
@@ -97,8 +97,8 @@ def _usage(counter: Counter, count: int, ttl: int, now: float) -> Usage:
 class _RedisCounters:
     """The shared counters of one app, with the in-process stand-in used while Redis is unreachable."""
 
-    def __init__(self, app):
-        uri = app.config.get("RATELIMIT_STORAGE_URI") or app.config["REDIS_URL"]
+    def __init__(self):
+        uri = settings().rate_limit_storage_uri()
         self.client = (redis.Redis.from_url(uri, **settings().redis_options())
                        if uri.startswith(("redis://", "rediss://", "unix://")) else None)
         self.script = self.client.register_script(_CHECK_AND_HIT) if self.client is not None else None
@@ -167,5 +167,5 @@ def check_and_hit(tests: list[Counter], hits: list[Counter]) -> Outcome:
     """Refuse when a `tests` counter is spent; else count the request in every `hits` counter (see module)."""
     counters_of_app = current_app.extensions.get("karibu_rate_limits")
     if counters_of_app is None:
-        counters_of_app = current_app.extensions["karibu_rate_limits"] = _RedisCounters(current_app)
+        counters_of_app = current_app.extensions["karibu_rate_limits"] = _RedisCounters()
     return counters_of_app.run(tests, hits)

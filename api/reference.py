@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from flask import current_app, render_template
 
 from api import bp
+from core.config import settings
 
 SWAGGER_UI = "vendor/swagger-ui-5.35.0"
 # The portal's policy (portal/security.py), nothing loosened.
@@ -23,7 +24,7 @@ CONTENT_SECURITY_POLICY = (
 
 
 def _public_origin() -> str:
-    parts = urlsplit(current_app.config["PUBLIC_BASE_URL"])
+    parts = urlsplit(settings().PUBLIC_BASE_URL)
     return f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") and parts.netloc else ""
 
 

@@ -1,11 +1,12 @@
 """PATCH /applications/update: bulk changes of stage, decision and enrolment."""
 
-from flask import current_app, g, jsonify
+from flask import g, jsonify
 
 from api import bp
 from api.bodies import json_object
 from core.applications import state_updates
 from core.applications.history import Actor
+from core.config import settings
 
 
 @bp.patch("/applications/update")
@@ -13,5 +14,5 @@ def update_applications():
     parsed = state_updates.parse_updates(json_object())
     outcome = state_updates.apply_updates(
         g.scope, parsed, actor=Actor.api(g.principal.actor),
-        emit_application_updated=current_app.config["EMIT_APPLICATION_UPDATED"])
+        emit_application_updated=settings().EMIT_APPLICATION_UPDATED)
     return jsonify(code=200, updated=outcome.updated, data=state_updates.records(g.scope, outcome.application_ids))

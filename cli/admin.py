@@ -6,9 +6,9 @@ import sys
 from functools import wraps
 
 import click
-from flask import current_app
 from flask.cli import AppGroup, with_appcontext
 
+from core.config import settings
 from core.errors import KaribuError
 from core.db import db
 from core.institutions import create_institution
@@ -53,7 +53,7 @@ def seed_demo_command(applications: int, as_json: bool) -> None:
         "api_key": raw_key,
         "staff_email": result.staff_email,
         "staff_password": result.staff_password,
-        "trial_api_key": current_app.config["TRIAL_API_KEY"],
+        "trial_api_key": settings().TRIAL_API_KEY,
     }
     _emit(as_json, payload, "\n".join([
         f"Demo University: {result.institution_id} ({result.created_applications} applications added)",

@@ -10,6 +10,8 @@ import click
 from flask import current_app
 from flask.cli import with_appcontext
 
+from core.config import settings
+
 
 
 @click.command("mail-sink")
@@ -43,9 +45,9 @@ def sms_gateway_command(host: str, port: int) -> None:
     """Serve a stand-in for Africa's Talking's SMS API, accepting the configured username and API key."""
     from devtools.sms_gateway import create_server
 
-    config = current_app.config
-    server, _ = create_server(host, port, config["AFRICASTALKING_USERNAME"] or "sandbox",
-                              config["AFRICASTALKING_API_KEY"] or "stand-in-key")
+    config = settings()
+    server, _ = create_server(host, port, config.AFRICASTALKING_USERNAME or "sandbox",
+                              config.AFRICASTALKING_API_KEY or "stand-in-key")
     click.echo(f"SMS gateway stand-in on http://{host}:{server.server_port}/version1/messaging")
     try:
         server.serve_forever()

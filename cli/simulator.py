@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import click
-from flask import current_app
 from flask.cli import with_appcontext
 
+from core.config import settings
 from core.verification.registries import REGISTRIES
 from devtools import MODES
 
@@ -22,7 +22,7 @@ def registry_simulator_command(host: str, port: int, mode: str, delay: float, st
     """Serve simulated NESA, UNEB and KNEC registry APIs, accepting the tokens configured for Karibu."""
     from devtools.registry_simulator import create_server  # its records and server: only in this command
 
-    tokens = {code: current_app.config[f"REGISTRY_{code}_TOKEN"] for code in REGISTRIES}
+    tokens = {code: getattr(settings(), f"REGISTRY_{code}_TOKEN") for code in REGISTRIES}
     server, simulator = create_server(host, port, tokens, log_requests=not quiet)
     simulator.state.set(mode, delay=delay, status=status)
     base = f"http://{host}:{server.server_port}"

@@ -1,15 +1,19 @@
 """Configuration from environment variables (and a `.env` file in development).
 
-Every setting is documented in the README with its default. `Settings.from_environment().flask_config()` gives
-the Flask config mapping; tests pass overrides to `create_app` instead of touching the environment.
+Every setting is documented in the README with its default. `create_app` builds one `Settings` from the
+environment, `.env` and its overrides (`Settings.from_environment(overrides)`) and keeps it in the app's config
+(`SettingsConfig`); every package reads it with `settings()`, typed. The Flask config also holds the values
+under the same names, for Flask and its extensions, which read their own keys there.
 """
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from dotenv import dotenv_values
-from flask import current_app
+from flask import Config, current_app
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -34,7 +38,9 @@ INSTANCE_DIR = _instance_dir()
 class Settings(BaseModel):
     """Every setting with its type and default; `from_environment()` reads them."""
 
-    model_config = ConfigDict(extra="ignore")
+    # Assignments are validated too: a test's override of a running app's setting is converted (and checked)
+    # like a value read from the environment.
+    model_config = ConfigDict(extra="ignore", validate_assignment=True)
 
     # Core: secrets, engines, the API edge and identity
     # Empty: a random key is generated on first start into SECRET_KEY_FILE and reused (core/secret_key.py).
@@ -158,18 +164,32 @@ class Settings(BaseModel):
     RETENTION_MESSAGES_DAYS: int = 400
     # Rows deleted per transaction (short transactions: API writes never wait long behind the purge).
     RETENTION_BATCH_SIZE: int = 5000
+    # gunicorn (ops/gunicorn_config.py): address, worker processes (default: CPU cores + 1) and threads each.
+    KARIBU_BIND: str = "127.0.0.1:8000"
+    WEB_CONCURRENCY: int = Field(default_factory=lambda: (os.cpu_count() or 1) + 1, ge=1)
+    KARIBU_THREADS: int = Field(default=2, ge=1)
+    # prometheus-client's directory for the metrics of gunicorn's worker processes ("" = one process, its own
+    # metrics). ops/gunicorn_config.py sets it (a new directory per master when empty) and exports it to the
+    # workers' environment, where prometheus-client reads it on import.
+    PROMETHEUS_MULTIPROC_DIR: str = ""
+    # Where the rate-limit counters are kept, Flask-Limiter's and the API's own (api/rate_limits.py): a
+    # Flask-Limiter storage URI ("" = REDIS_URL; memory:// counts per process), and the prefix of their keys
+    # (several deployments sharing one Redis database).
+    RATELIMIT_STORAGE_URI: str = ""
+    RATELIMIT_KEY_PREFIX: str = ""
 
     @classmethod
-    def from_environment(cls) -> Settings:
-        """The process environment over a `.env` file in the working directory (UTF-8), names matched without
-        regard to case; values are validated (and converted: "true", "0.5", "25") by the fields' types, and a
-        bad one is a `ConfigurationError` naming the setting (not its value: it could be a secret).
+    def from_environment(cls, overrides: Mapping[str, Any] | None = None) -> Settings:
+        """`overrides` (a test's, `create_app`'s argument) over the process environment over a `.env` file in the
+        working directory (UTF-8), names matched without regard to case (other names are ignored); values are
+        validated (and converted: "true", "0.5", "25") by the fields' types, and a bad one is a
+        `ConfigurationError` naming the setting (not its value: it could be a secret).
 
         What pydantic-settings did here, without loading it (and the PyYAML it imports) into every web worker.
         """
         by_upper_name = {name.upper(): name for name in cls.model_fields}
         values = {}
-        for source in (dotenv_values(".env", encoding="utf-8"), os.environ):
+        for source in (dotenv_values(".env", encoding="utf-8"), os.environ, overrides or {}):
             for name, value in source.items():
                 field = by_upper_name.get(name.upper())
                 if field is not None and value is not None:
@@ -185,12 +205,15 @@ class Settings(BaseModel):
         config = self.model_dump()
         config["SQLALCHEMY_DATABASE_URI"] = normalise_database_url(self.DATABASE_URL)
         config["MAX_CONTENT_LENGTH"] = self.API_MAX_BODY_BYTES
-        config["RATELIMIT_STORAGE_URI"] = self.REDIS_URL
+        config["RATELIMIT_STORAGE_URI"] = self.rate_limit_storage_uri()
         config["RATELIMIT_STORAGE_OPTIONS"] = self.redis_options()
         config["RATELIMIT_IN_MEMORY_FALLBACK_ENABLED"] = True
         config["RATELIMIT_SWALLOW_ERRORS"] = True
         return config
 
+
+    def rate_limit_storage_uri(self) -> str:
+        return self.RATELIMIT_STORAGE_URI or self.REDIS_URL
 
     def redis_options(self) -> dict:
         """Keyword arguments of every Redis client: fail fast rather than hang when Redis is down or frozen.
@@ -206,10 +229,10 @@ class ConfigurationError(RuntimeError):
     """A setting that makes it unsafe to start; the message names the setting and the fix."""
 
 
-def check_startup_settings(config) -> None:
+def check_startup_settings(config: Settings) -> None:
     """Refuse combinations that would silently weaken a check (run once, when the app is created)."""
-    if config["OIDC_JWKS_URL"]:
-        missing = [name for name in ("OIDC_ISSUER", "OIDC_AUDIENCE") if not config[name].strip()]
+    if config.OIDC_JWKS_URL:
+        missing = [name for name in ("OIDC_ISSUER", "OIDC_AUDIENCE") if not getattr(config, name).strip()]
         if missing:
             raise ConfigurationError(
                 f"OIDC is enabled (OIDC_JWKS_URL is set) but {' and '.join(missing)} "
@@ -217,34 +240,57 @@ def check_startup_settings(config) -> None:
                 "that key set would be accepted. Set OIDC_ISSUER and OIDC_AUDIENCE, or unset OIDC_JWKS_URL.")
 
 
-def settings() -> Settings:
-    """The running app's typed settings: the one way `core` reads configuration.
+class SettingsConfig(Config):
+    """The Flask config of a Karibu app (`Flask.config_class`), holding the app's `Settings` in `settings`.
 
-    A view of the app's config (so `create_app` overrides and tests' changes are seen), not a copy: the
-    values were validated when the app was created, and building a model of a hundred fields on each call
-    cost more than some requests' own work.
+    `use(settings)` puts a `Settings` in place and copies its values (and the Flask keys derived from them:
+    `Settings.flask_config()`) into the mapping. Afterwards a write of a setting's name, whoever makes it (a
+    test's `monkeypatch.setitem(app.config, …)`, `create_app` storing the resolved SECRET_KEY), goes to the
+    `Settings` too, validated and converted, so `settings()` sees every change made through the config. (The
+    derived Flask keys are not recomputed: a test that changes the database or the body limit of a running
+    app writes Flask's key itself.)
     """
-    return _ConfigView(current_app.config)  # type: ignore[return-value]
+
+    def __init__(self, root_path, defaults=None):
+        super().__init__(root_path, defaults)
+        self.settings = Settings()
+
+    def use(self, settings: Settings) -> None:
+        self.settings = settings
+        super().update(settings.flask_config())
+
+    def __setitem__(self, key, value) -> None:
+        if key in Settings.model_fields:
+            setattr(self.settings, key, value)
+            value = getattr(self.settings, key)  # as validated and converted
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key) -> None:
+        if key in Settings.model_fields:
+            raise KeyError(f"{key} is a setting: it can be changed, not removed")
+        super().__delitem__(key)
+
+    def update(self, *args, **kwargs) -> None:  # dict.update would bypass __setitem__
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+    def setdefault(self, key, default=None):
+        if key not in self:
+            self[key] = default
+        return self[key]
 
 
-class _ConfigView:
-    """Attribute access to a Flask config with `Settings`' defaults and methods."""
+def settings() -> Settings:
+    """The running app's typed settings: the one way every package reads configuration.
 
-    __slots__ = ("_config",)
-
-    def __init__(self, config):
-        self._config = config
-
-    def __getattr__(self, name: str):
-        try:
-            return self._config[name]
-        except KeyError:
-            field = Settings.model_fields.get(name)
-            if field is None:
-                raise AttributeError(name) from None
-            return field.get_default(call_default_factory=True)
-
-    redis_options = Settings.redis_options
+    The instance `create_app` built (environment, `.env`, its overrides) and kept in the app's config, with any
+    later change of the config applied (see `SettingsConfig`); no copy is made per call.
+    """
+    config = current_app.config
+    if not isinstance(config, SettingsConfig):
+        raise RuntimeError("settings() needs an app whose config_class is core.config.SettingsConfig "
+                           "(wsgi.create_app makes one)")
+    return config.settings
 
 
 def normalise_database_url(url: str) -> str:

@@ -1,4 +1,7 @@
-"""The database (Flask-SQLAlchemy, with its SQLite and PostgreSQL tuning), Flask-Migrate and the Redis client."""
+"""The database (Flask-SQLAlchemy, with its SQLite and PostgreSQL tuning), Flask-Migrate and the Redis client.
+
+The web extensions (sign-in, CSRF, rate limits, translations) belong to the web layer: `portal/` and `wsgi.py`.
+"""
 from __future__ import annotations
 
 import re
@@ -7,12 +10,7 @@ import sqlite3
 import psycopg
 import redis
 from flask import current_app
-from flask_babel import Babel
-from flask_limiter import Limiter
-from flask_limiter.util import get_remote_address
-from flask_login import LoginManager
 from flask_sqlalchemy import SQLAlchemy
-from flask_wtf import CSRFProtect
 from sqlalchemy import Engine, event
 
 from core.config import settings
@@ -106,15 +104,6 @@ def _end_reads_with_commit(connection) -> None:
             driver_connection.commit()  # the ROLLBACK that follows finds no transaction and sends nothing
         except psycopg.Error:
             pass  # the rollback that follows meets the same broken connection and reports it
-
-
-login_manager = LoginManager()
-csrf = CSRFProtect()
-babel = Babel()
-
-
-# Rate-limit headers are written by the API itself (api.auth.add_rate_limit_headers).
-limiter = Limiter(key_func=get_remote_address, headers_enabled=False)
 
 
 class DeferredMigrate:

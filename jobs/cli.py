@@ -5,7 +5,6 @@ import logging
 import time
 
 import click
-from flask import current_app
 from flask.cli import with_appcontext
 from prometheus_client import start_http_server
 from redis.exceptions import RedisError
@@ -31,16 +30,16 @@ def worker_command(queues: str, burst: bool) -> None:
     The process outlives Redis outages: when RQ's loop quits on a Redis error, a new worker starts after a
     short pause. It stops only when asked to (SIGTERM/SIGINT) or, with --burst, when the queues are empty.
     """
-    port = current_app.config.get("WORKER_METRICS_PORT") or 0
-    if port:
+    config = settings()
+    if config.WORKER_METRICS_PORT:
         # This process's counters (webhook attempts and latency…) for Prometheus, on a thread of its own.
-        start_http_server(port, addr=current_app.config.get("WORKER_METRICS_ADDRESS", "127.0.0.1"))
+        start_http_server(config.WORKER_METRICS_PORT, addr=config.WORKER_METRICS_ADDRESS)
     from jobs.sweeps import SweepingWorker  # RQ's worker (and every job module) only in worker processes
 
     names = [name.strip() for name in queues.split(",") if name.strip()]
     while True:
         worker = SweepingWorker(names, connection=redis_connection(),
-                                maintenance_seconds=settings().WORKER_MAINTENANCE_SECONDS)
+                                maintenance_seconds=config.WORKER_MAINTENANCE_SECONDS)
         try:
             worker.work(with_scheduler=True, burst=burst)
         except RedisError:

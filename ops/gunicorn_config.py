@@ -5,26 +5,34 @@ A module of the package, so an installed Karibu has it too.
 Metrics: prometheus-client's multiprocess mode needs `PROMETHEUS_MULTIPROC_DIR` set before the app is
 imported (in the workers, which import it). It is emptied when gunicorn starts, and a dead worker's live
 gauges are dropped by `child_exit`.
-Everything here can be overridden on the command line or with GUNICORN_CMD_ARGS.
+Everything here can be overridden on the command line or with GUNICORN_CMD_ARGS. The settings come from
+`core.config.Settings`, like the app's: the environment over `.env` in the working directory.
 """
 import os
 import shutil
 import tempfile
 
-bind = os.environ.get("KARIBU_BIND", "127.0.0.1:8000")
+from core.config import ConfigurationError, Settings
+
+try:
+    _settings = Settings.from_environment()
+except ConfigurationError as error:  # the message the app would give, not a traceback
+    raise SystemExit(f"Karibu cannot start: {error}") from None
+
+bind = _settings.KARIBU_BIND
 # Chosen by measurement (docs/performance.md, "API under load"): the work of a request is mostly Python, so
 # processes, not threads, use the cores. On 2 cores, 3 workers x 2 threads served the API list 1.5x what
 # 2 x 4 did and 4 x 1 about as much again, but with 1 thread a worker waiting on a slow registry or streaming
 # an export serves nobody else: 2 threads keep a worker useful while one request waits.
-workers = int(os.environ.get("WEB_CONCURRENCY", str((os.cpu_count() or 1) + 1)))
-threads = int(os.environ.get("KARIBU_THREADS", "2"))
+workers = _settings.WEB_CONCURRENCY
+threads = _settings.KARIBU_THREADS
 timeout = 60
 graceful_timeout = 30
 # Karibu logs one line per request itself (LOG_FORMAT=json for collectors); gunicorn's access log would
 # repeat it.
 accesslog = None
 errorlog = "-"
-if os.environ.get("LOG_FORMAT") == "json":
+if _settings.LOG_FORMAT == "json":
     # gunicorn's own lines (start, worker boots and exits) as JSON too, like the app's.
     logconfig_dict = {
         "version": 1,
@@ -38,16 +46,18 @@ if os.environ.get("LOG_FORMAT") == "json":
         "loggers": {"gunicorn.error": {"level": "INFO", "handlers": ["error_console"], "propagate": False}},
     }
 
-# Set before prometheus-client is imported anywhere in this process (it reads the variable on import);
-# by default one directory per master process, removed when it exits.
-_made_here = not os.environ.get("PROMETHEUS_MULTIPROC_DIR")
-if _made_here:
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = os.path.join(tempfile.gettempdir(), f"karibu-metrics-{os.getpid()}")
+# prometheus-client reads the directory from the environment when it is imported (in the workers, which
+# inherit this process's environment): exported here, before anything imports it. By default one directory
+# per master process, removed when it exits.
+_made_here = not _settings.PROMETHEUS_MULTIPROC_DIR
+metrics_directory = (_settings.PROMETHEUS_MULTIPROC_DIR
+                     or os.path.join(tempfile.gettempdir(), f"karibu-metrics-{os.getpid()}"))
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_directory
 
 
 def on_starting(server):
     """Counters of an earlier run must not be added in: start from an empty directory."""
-    directory = os.environ["PROMETHEUS_MULTIPROC_DIR"]
+    directory = metrics_directory
     shutil.rmtree(directory, ignore_errors=True)
     os.makedirs(directory, exist_ok=True)
 
@@ -60,4 +70,4 @@ def child_exit(server, worker):
 
 def on_exit(server):
     if _made_here:
-        shutil.rmtree(os.environ["PROMETHEUS_MULTIPROC_DIR"], ignore_errors=True)
+        shutil.rmtree(metrics_directory, ignore_errors=True)

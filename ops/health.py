@@ -15,6 +15,8 @@ from flask import Blueprint, current_app, jsonify
 from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
 
+from core.config import settings
+from core.db import db
 from core.redis_faults import redis_fault_counts
 
 health_bp = Blueprint("health", __name__)
@@ -46,16 +48,16 @@ def readyz():
 
 
 def _deadline() -> float:
-    return float(current_app.config.get("READINESS_TIMEOUT", 2.0))
+    return settings().READINESS_TIMEOUT
 
 
 def _probe_engine():
     """A small engine of its own with connect and statement deadlines (the app's pool has neither)."""
     engine = current_app.extensions.get("karibu_readiness_engine")
     if engine is None:
-        url = current_app.config["SQLALCHEMY_DATABASE_URI"]
+        url = db.engine.url  # Flask-SQLAlchemy's, which tests may point elsewhere than DATABASE_URL
         seconds = _deadline()
-        if url.startswith("postgresql"):
+        if url.get_backend_name() == "postgresql":
             connect_args = {"connect_timeout": max(1, math.ceil(seconds)),
                             "options": f"-c statement_timeout={int(seconds * 1000)}"}
         else:
@@ -79,7 +81,7 @@ def _check_redis() -> str:
     client = current_app.extensions.get("karibu_readiness_redis")
     if client is None:
         seconds = _deadline()
-        client = redis.Redis.from_url(current_app.config["REDIS_URL"], socket_connect_timeout=seconds,
+        client = redis.Redis.from_url(settings().REDIS_URL, socket_connect_timeout=seconds,
                                       socket_timeout=seconds)
         current_app.extensions["karibu_readiness_redis"] = client
     try:

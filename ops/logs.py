@@ -39,23 +39,23 @@ def json_formatter() -> logging.Formatter:
         datefmt="%Y-%m-%dT%H:%M:%S%z", json_ensure_ascii=False)
 
 
-def configure_logging(app: Flask) -> None:
+def configure_logging(app: Flask, log_format: str, level: str) -> None:
     """One handler on the root logger (replacing the one an earlier app in this process installed)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.karibu = True
     handler.addFilter(RequestContextFilter())
-    handler.setFormatter(json_formatter() if app.config.get("LOG_FORMAT") == "json"
+    handler.setFormatter(json_formatter() if log_format == "json"
                          else logging.Formatter(TEXT_FORMAT))
     root = logging.getLogger()
     root.handlers[:] = [h for h in root.handlers if not getattr(h, "karibu", False)] + [handler]
-    root.setLevel(app.config["LOG_LEVEL"])
+    root.setLevel(level)
     app.logger.handlers.clear()  # propagate to the root handler
     app.logger.propagate = True
     # On the loggers too, so that every handler (pytest's capture included) sees the request fields.
     for logger in (app.logger, logging.getLogger("karibu")):
         logger.filters[:] = [f for f in logger.filters if not isinstance(f, RequestContextFilter)]
         logger.addFilter(RequestContextFilter())
-    if app.config.get("LOG_FORMAT") == "json":
+    if log_format == "json":
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # its access lines would duplicate ours
 
     @app.before_request

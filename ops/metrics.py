@@ -8,12 +8,12 @@ that header.
 from __future__ import annotations
 
 import ipaddress
-import os
 import time
 
 from flask import Blueprint, Flask, Response, abort, current_app, g, request
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest, multiprocess
 
+from core.config import settings
 from core.metrics import HTTP_LATENCY, HTTP_REQUESTS, RATE_LIMIT_REFUSALS, DatabaseCollector
 
 metrics_bp = Blueprint("metrics", __name__)
@@ -24,7 +24,7 @@ KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPT
 def allowed_networks() -> list:
     networks = current_app.extensions.get("karibu_metrics_networks")
     if networks is None:
-        raw = current_app.config.get("METRICS_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")
+        raw = settings().METRICS_ALLOWED_NETWORKS
         networks = [ipaddress.ip_network(part.strip(), strict=False) for part in raw.split(",") if part.strip()]
         current_app.extensions["karibu_metrics_networks"] = networks
     return networks
@@ -49,7 +49,7 @@ class _DefaultRegistry:
 
 def scrape() -> bytes:
     registry = CollectorRegistry()
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    if settings().PROMETHEUS_MULTIPROC_DIR:
         multiprocess.MultiProcessCollector(registry)  # every gunicorn worker's values, added up
     else:
         registry.register(_DefaultRegistry())
@@ -60,7 +60,7 @@ def scrape() -> bytes:
 
 @metrics_bp.get("/metrics")
 def metrics():
-    if not current_app.config.get("METRICS_ENABLED", True) or not client_allowed(request.remote_addr):
+    if not settings().METRICS_ENABLED or not client_allowed(request.remote_addr):
         abort(404)  # not advertised to the outside
     return Response(scrape(), mimetype=CONTENT_TYPE_LATEST, headers={"Cache-Control": "no-store"})
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit
 
-from flask import Response, current_app, flash, g, redirect, request, send_file, url_for
+from flask import Response, flash, g, redirect, request, send_file, url_for
 from flask_babel import gettext as _
 from flask_babel import lazy_gettext, ngettext
 
 from core.applications.applicant_file import applicant_file, application_document
 from core.applications.csv_export import export_applications_csv
 from core.applications.documents import attachment_disposition, document_storage, served_content_type
+from core.config import settings
 from core.errors import InvalidInput, NotFound
 from core.institutions import pipeline as stage_pipeline
 from core.applications.listing.counts import count_applications
@@ -164,7 +165,7 @@ def applicants_bulk():
             return render_page("applicants/bulk_confirm.html", "applicants/partial/bulk_confirm.html",
                                ids=ids, change=change, count=len(ids), back=_list_address(form))
         outcome = apply_updates(g.scope, batch, actor=staff_actor(),
-                                emit_application_updated=current_app.config["EMIT_APPLICATION_UPDATED"])
+                                emit_application_updated=settings().EMIT_APPLICATION_UPDATED)
     except InvalidInput as error:
         audit("applicants.bulk_update", f"{len(ids)} selected", status=400)
         return _bulk_refused(form, ids, error)
@@ -238,7 +239,7 @@ def applicant_change_state(application_id: str):
     try:
         outcome = apply_updates(g.scope, parse_updates({"updates": [{"id": application_id, **change}]}),
                                 actor=staff_actor(),
-                                emit_application_updated=current_app.config["EMIT_APPLICATION_UPDATED"])
+                                emit_application_updated=settings().EMIT_APPLICATION_UPDATED)
     except InvalidInput as error:
         if any(problem["name"].endswith(".id") for problem in error.errors):
             raise NotFound(_("Application not found")) from None
@@ -265,7 +266,7 @@ def applicant_send_decision(application_id: str):
     decision already sent is not sent again, and the answer says when it was."""
     submitted(ActionForm())
     outcome = send_decision(g.scope, application_id, actor=staff_actor(),
-                            emit_application_updated=current_app.config["EMIT_APPLICATION_UPDATED"])
+                            emit_application_updated=settings().EMIT_APPLICATION_UPDATED)
     audit("decision.send", application_id, status=200 if outcome.sent else 409)
     if outcome.sent:
         message = _("The decision “%(decision)s” was sent to the applicant.",

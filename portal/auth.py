@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import time
 
-from flask import current_app, flash, redirect, request, session, url_for
+from flask import flash, redirect, request, session, url_for
 from flask_babel import get_locale
 from flask_babel import gettext as _
 from flask_login import current_user, login_user, logout_user
@@ -25,17 +25,19 @@ from core.accounts import two_factor
 from core.accounts.links import (
     LinkNotValid, accept_invitation, open_invitation, open_reset, request_password_reset, reset_password,
 )
+from core.config import settings
 from core.errors import InvalidInput
-from core.db import db, limiter
+from core.db import db
 from core.messages.addresses import valid_email
 from core.models import User
 from core.accounts.sessions import end_session, start_session
 from core.accounts.users import check_credentials, load_active_user, normalise_email, record_sign_in
 from portal import bp
 from portal.forms import ActionForm, ChooseAccountForm, ForgotPasswordForm, LoginForm, SetPasswordForm, submitted
+from portal.limiter import limiter
 from portal.pending_sign_in import start_pending_sign_in
 from portal.rendering import render_page
-from portal.security import SESSION_RECORD_KEY, audit, safe_next, staff_required
+from portal.security import SESSION_RECORD_KEY, audit, bind_session_to_client, safe_next, staff_required
 
 # A sign-in waiting for its institution to be chosen (several accounts matched) is kept this long.
 PENDING_SIGN_IN_SECONDS = 300
@@ -88,12 +90,13 @@ def complete_sign_in(user: User) -> None:
     """The one way a browser becomes signed in, once every factor is checked.
 
     The session is rotated (everything the browser carried before is dropped: no session fixation), a
-    server-side session record is started and named in the new session, the user is logged in and the
-    sign-in is audited.
+    server-side session record is started and named in the new session, the user is logged in, the session
+    is bound to this client (address and user agent) and the sign-in is audited.
     """
     session.clear()
     record = start_session(user, user_agent=request.user_agent.string, address=request.remote_addr or "")
     login_user(user)
+    bind_session_to_client()
     session[SESSION_RECORD_KEY] = record.id
     record_sign_in(user)
     audit("login", user.id, user=user)
@@ -112,11 +115,11 @@ def _password_accepted(user: User, next_url: str | None):
 
 
 @bp.route("/login", methods=["GET", "POST"])
-@limiter.limit(lambda: current_app.config["PORTAL_LOGIN_RATE_LIMIT"], key_func=_address_and_email,
+@limiter.limit(lambda: settings().PORTAL_LOGIN_RATE_LIMIT, key_func=_address_and_email,
                **_throttle_options)
-@limiter.limit(lambda: current_app.config["PORTAL_LOGIN_ADDRESS_RATE_LIMIT"], key_func=_address,
+@limiter.limit(lambda: settings().PORTAL_LOGIN_ADDRESS_RATE_LIMIT, key_func=_address,
                **_throttle_options)
-@limiter.limit(lambda: current_app.config["PORTAL_LOGIN_ACCOUNT_RATE_LIMIT"], key_func=_account,
+@limiter.limit(lambda: settings().PORTAL_LOGIN_ACCOUNT_RATE_LIMIT, key_func=_account,
                **_throttle_options)
 def login():
     next_url = safe_next(request.args.get("next"))
@@ -200,9 +203,9 @@ def _forgot_throttled(_limit):
 
 
 @bp.route("/login/forgot", methods=["GET", "POST"])
-@limiter.limit(lambda: current_app.config["PORTAL_FORGOT_ADDRESS_RATE_LIMIT"], key_func=_forgot_address,
+@limiter.limit(lambda: settings().PORTAL_FORGOT_ADDRESS_RATE_LIMIT, key_func=_forgot_address,
                methods=["POST"], on_breach=_forgot_throttled)
-@limiter.limit(lambda: current_app.config["PORTAL_FORGOT_EMAIL_RATE_LIMIT"], key_func=_forgot_email,
+@limiter.limit(lambda: settings().PORTAL_FORGOT_EMAIL_RATE_LIMIT, key_func=_forgot_email,
                methods=["POST"], on_breach=_forgot_throttled)
 def forgot_password():
     """Email a reset link. The answer is the same page, after the same time, whether or not an account has

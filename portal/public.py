@@ -10,11 +10,12 @@ from wtforms.validators import AnyOf, DataRequired, Length
 from core.applications.applying import ApplicantFields, active_institution, open_cycles, submit_application
 from core.audit.recording import AuditEntry
 from core.applications.decision_answers import ANSWERABLE_DECISIONS, RESPONSES, decision_for_token, record_decision_response
+from core.config import settings
 from core.errors import Conflict, InvalidInput
-from core.db import limiter
 from core.i18n import LANGUAGES
 from core.scoping import InstitutionScope
 from portal.i18n import use_language, visitor_language
+from portal.limiter import limiter
 
 public_bp = Blueprint("public", __name__)
 _SUBMITTED_KEY = "karibu_submitted_application"
@@ -27,7 +28,7 @@ def _audit(action: str, institution_id: str, target: str) -> None:
 
 
 def _public_form_limit() -> str:
-    return current_app.config["PUBLIC_FORM_RATE_LIMIT"]
+    return settings().PUBLIC_FORM_RATE_LIMIT
 
 
 @public_bp.context_processor

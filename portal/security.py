@@ -2,16 +2,16 @@
 from __future__ import annotations
 
 import hashlib
+import hmac
 from functools import wraps
 from urllib.parse import urlsplit
 
 from flask import Flask, g, redirect, request, session, url_for
-from flask_login import current_user, login_required
+from flask_login import LoginManager, current_user, login_required
 from htmx_flask import Htmx
 
 from core.audit.recording import AuditEntry
 from core.errors import Forbidden
-from core.db import login_manager
 from core.applications.history import Actor
 from core.scoping import InstitutionScope
 from core.accounts.sessions import live_session
@@ -19,6 +19,12 @@ from core.accounts.users import load_active_user
 
 # The key of the signed session cookie that names the browser's server-side session record.
 SESSION_RECORD_KEY = "staff_session"
+
+# The key of the signed session cookie that holds the fingerprint of the client the session was started from.
+SESSION_CLIENT_KEY = "staff_client"
+
+# Flask-Login: the portal's staff sign-in (initialised by wsgi.register_extensions).
+login_manager = LoginManager()
 
 # No inline script or style anywhere in the portal: htmx runs with allowEval off and its indicator styles
 # disabled, so the policy needs no 'unsafe-*' source.
@@ -42,24 +48,43 @@ def configure_app(app: Flask) -> None:
     login_manager.login_view = "portal.login"
     login_manager.login_message = "Sign in to continue."
     login_manager.login_message_category = "info"
-    login_manager.session_protection = "strong"
-    # Flask-Login's own identifier reads X-Forwarded-For from the client whatever the deployment; ours uses
-    # the client address, which ProxyFix takes from that header only when PROXY_COUNT says a proxy sets it.
-    login_manager._session_identifier_generator = session_identifier
+    # Flask-Login's own session protection binds a session to an identifier that reads X-Forwarded-For from the
+    # client whatever the deployment; the portal binds it itself (`bind_session_to_client`, checked by
+    # `_load_user`) to the client address, which ProxyFix takes from that header only when PROXY_COUNT says a
+    # proxy sets it.
+    login_manager.session_protection = None
     app.after_request(_add_security_headers)
 
 
-def session_identifier() -> str:
-    """What "strong" session protection binds a session to: the client address (as trusted per PROXY_COUNT)
-    and the user agent. A session cookie replayed from elsewhere is dropped."""
+def client_fingerprint() -> str:
+    """What a signed-in session is bound to: the client address (as trusted per PROXY_COUNT) and the user
+    agent."""
     base = f"{request.remote_addr}|{request.headers.get('User-Agent', '')}"
     return hashlib.sha512(base.encode("utf-8", errors="replace")).hexdigest()
 
 
+def bind_session_to_client() -> None:
+    """At sign-in: the session (a signed cookie) keeps the client's fingerprint, checked on every request."""
+    session[SESSION_CLIENT_KEY] = client_fingerprint()
+
+
+def _session_from_its_client() -> bool:
+    bound = session.get(SESSION_CLIENT_KEY)
+    return isinstance(bound, str) and hmac.compare_digest(bound.encode(), client_fingerprint().encode())
+
+
 @login_manager.user_loader
 def _load_user(user_id: str):
-    """The signed-in user, only while the account is active and the browser's session record is live: an
-    ended record (sign-out, password change, …) makes any copy of the cookie worthless."""
+    """The signed-in user of a request (Flask-Login asks on the first use of `current_user`; every portal
+    response reads it): only from the client the session was started from, only while the account is active
+    and the browser's session record is live (an ended record, after sign-out, a password change…, makes any
+    copy of the cookie worthless).
+
+    A session cookie replayed from another address or browser signs nobody in, and its session is dropped.
+    """
+    if not _session_from_its_client():
+        session.clear()
+        return None
     user = load_active_user(user_id)
     if user is None or live_session(session.get(SESSION_RECORD_KEY), user.id) is None:
         return None

@@ -6,16 +6,17 @@ Wrong codes are throttled per account and per client address; the counters are s
 """
 from __future__ import annotations
 
-from flask import current_app, flash, g, redirect, request, session, url_for
+from flask import flash, g, redirect, request, session, url_for
 from flask_babel import gettext
 from flask_login import current_user
 
 from core.accounts import two_factor
-from core.db import limiter
+from core.config import settings
 from core.scoping import InstitutionScope
 from portal import bp
 from portal.auth import complete_sign_in
 from portal.forms import ActionForm, AdminTwoFactorForm, TwoFactorCodeForm, TwoFactorDisableForm, submitted
+from portal.limiter import limiter
 from portal.pending_sign_in import PENDING_KEY, end_pending_sign_in, pending_sign_in
 from portal.rendering import render_page
 from portal.security import admin_required, audit, staff_required
@@ -56,9 +57,9 @@ def _throttled(_limit):
 def _throttle(view):
     """Wrong codes per account and per address, counted together for every view that checks one."""
     options = dict(methods=["POST"], deduct_when=_wrong_code_given, on_breach=_throttled)
-    view = limiter.shared_limit(lambda: current_app.config["PORTAL_TWO_FACTOR_ADDRESS_RATE_LIMIT"],
+    view = limiter.shared_limit(lambda: settings().PORTAL_TWO_FACTOR_ADDRESS_RATE_LIMIT,
                                 scope="two-factor-address", key_func=_address_key, **options)(view)
-    return limiter.shared_limit(lambda: current_app.config["PORTAL_TWO_FACTOR_RATE_LIMIT"],
+    return limiter.shared_limit(lambda: settings().PORTAL_TWO_FACTOR_RATE_LIMIT,
                                 scope="two-factor-account", key_func=_account_key, **options)(view)
 
 

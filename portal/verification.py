@@ -5,20 +5,21 @@ from __future__ import annotations
 import json
 import shlex
 
-from flask import Response, current_app, g, request, stream_with_context, url_for
+from flask import Response, g, request, stream_with_context, url_for
 from flask_babel import gettext as _
 from flask_login import current_user
 
 from core.applications.credential_checks import record_check
 from core.accounts.api_authentication import Principal
+from core.config import settings
 from core.errors import KaribuError, problem
-from core.db import limiter
 from core.models import Application
 from core.verification.billing import agreement_price, usage_by_month, usage_csv
 from core.verification.registries import REGISTRIES
 from core.verification.service import current_settings, list_issuers, verify
 from portal import bp
 from portal.forms import VerificationForm, submitted, verification_form
+from portal.limiter import limiter
 from portal.rendering import render_page
 from portal.security import audit, staff_required
 
@@ -102,17 +103,17 @@ def try_page():
     issuer = _chosen_issuer(issuers, request.args.get("issuer"))
     return render_page("verification/try.html", "verification/partial/try_fields.html", issuers=issuers,
                        issuer=issuer, values=_prefill(issuer, request.args), errors={}, outcome=None,
-                       trial_key=current_app.config["TRIAL_API_KEY"], form_action=url_for("portal.try_verify"),
+                       trial_key=settings().TRIAL_API_KEY, form_action=url_for("portal.try_verify"),
                        show_demos=True, demo_chosen=_chosen_demo(issuer, request.args))
 
 
 @bp.post("/try")
-@limiter.limit(lambda: current_app.config["PORTAL_TRY_RATE_LIMIT"])
+@limiter.limit(lambda: settings().PORTAL_TRY_RATE_LIMIT)
 def try_verify():
     issuers = _issuers()
     issuer, form = _posted(issuers)
     body = _request_body(issuer, form)
-    trial_key = current_app.config["TRIAL_API_KEY"]
+    trial_key = settings().TRIAL_API_KEY
     outcome = _outcome(Principal(kind="trial", institution_id=None, key_id=None, actor=TRIAL_ACTOR), body)
     outcome["curl"] = curl_command(request.url_root, trial_key, body)
     outcome["json"] = json.dumps(outcome["answer"], indent=2, ensure_ascii=False)
@@ -127,8 +128,8 @@ def try_verify():
 
 
 def _price():
-    settings = current_settings()
-    return agreement_price(g.scope, settings.default_price, settings.default_currency)
+    verification = current_settings()
+    return agreement_price(g.scope, verification.default_price, verification.default_currency)
 
 
 def _staff_principal() -> Principal:

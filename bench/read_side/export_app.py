@@ -19,7 +19,7 @@ app = create_app()
 
 @app.get("/bench/export.csv")
 def export_csv():
-    principal = authenticate(request.headers.get("Authorization"), AuthSettings.from_config(app.config))
+    principal = authenticate(request.headers.get("Authorization"), AuthSettings.from_config(app.config.settings))
     query = parse_application_query(request.args)
     stream = export_applications_csv(InstitutionScope(principal.institution_id), query.filters)
     return Response(stream, content_type=CONTENT_TYPE, headers={"X-Total-Rows": str(stream.total_rows)})

@@ -22,7 +22,7 @@ from typing import Literal
 from sqlalchemy import event, select, update
 from sqlalchemy.orm import Session
 
-from core.config import settings
+from core.config import Settings, settings
 from core.errors import NotAuthenticated, NotFound
 from core.db import db
 from core.accounts.api_keys import hash_key, looks_like_live_key
@@ -63,13 +63,13 @@ class AuthSettings:
         return bool(self.oidc_jwks_url and self.oidc_issuer and self.oidc_audience)
 
     @classmethod
-    def from_config(cls, config) -> "AuthSettings":
+    def from_config(cls, config: Settings) -> "AuthSettings":
         return cls(
-            trial_api_key=config["TRIAL_API_KEY"],
-            oidc_issuer=config["OIDC_ISSUER"],
-            oidc_audience=config["OIDC_AUDIENCE"],
-            oidc_jwks_url=config["OIDC_JWKS_URL"],
-            oidc_institution_claim=config["OIDC_INSTITUTION_CLAIM"],
+            trial_api_key=config.TRIAL_API_KEY,
+            oidc_issuer=config.OIDC_ISSUER,
+            oidc_audience=config.OIDC_AUDIENCE,
+            oidc_jwks_url=config.OIDC_JWKS_URL,
+            oidc_institution_claim=config.OIDC_INSTITUTION_CLAIM,
         )
 
 

@@ -1,12 +1,14 @@
 """Forgot password (same answer for every address, throttled), reset links (single use, 1 h), changing the
 password, and server-side sessions that really end (sign-out, password change, role change, deactivation,
-sign out everywhere), the session-protection identifier, and what the audit log keeps of a typed email."""
+sign out everywhere), sessions bound to the client they were started from, and what the audit log keeps of a
+typed email."""
 from __future__ import annotations
 
 import re
 import time
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import select
 
 from core.db import db
@@ -232,6 +234,24 @@ def test_session_protection_ignores_a_forwarded_for_header_no_proxy_sets(app, fa
     stolen = _replay(app, cookie, environ_base={"REMOTE_ADDR": "10.9.9.9"},
                      headers={"X-Forwarded-For": "10.1.1.1"})
     assert stolen.status_code == 302  # claiming the victim's address in a header does not help
+
+
+@pytest.mark.parametrize(("address", "user_agent"), [("10.9.9.9", None), ("10.1.1.1", "another-browser/2.0")])
+def test_a_session_cookie_replayed_from_another_address_or_browser_is_dropped(app, factory, address, user_agent):
+    user = factory.user(factory.institution(), email="bound@example.ac.rw")
+    victim = app.test_client()
+    victim.environ_base.update(REMOTE_ADDR="10.1.1.1", HTTP_USER_AGENT="victim-browser/1.0")
+    sign_in(victim, user.email)
+    cookie = _session_cookie(victim)
+    replayed = app.test_client()
+    replayed.environ_base.update(REMOTE_ADDR=address, HTTP_USER_AGENT=user_agent or "victim-browser/1.0")
+    replayed.set_cookie("session", cookie)
+    refused = replayed.get("/dashboard")
+    assert refused.status_code == 302 and refused.headers["Location"].startswith("/login")
+    # The copy's session is dropped (nothing left to retry with), the victim's own browser stays signed in.
+    replayed.environ_base.update(REMOTE_ADDR="10.1.1.1", HTTP_USER_AGENT="victim-browser/1.0")
+    assert replayed.get("/dashboard").status_code == 302
+    assert victim.get("/dashboard").status_code == 200
 
 
 def test_a_password_typed_into_the_email_field_never_reaches_the_audit_log(app, factory, client):

@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import sync_playwright
 from werkzeug.serving import make_server
 
-from core.db import limiter
+from portal.limiter import limiter
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -13,12 +13,13 @@ import pytest
 from flask import Flask
 from flask.sessions import SecureCookieSessionInterface
 
+from core.config import ConfigurationError
 from core.db import db
 from core.models import User
 from core.secret_key import MIN_SECRET_KEY_LENGTH
 from core.accounts.sessions import start_session
-from portal.security import SESSION_RECORD_KEY
-from tests.conftest import app_config
+from portal.security import SESSION_CLIENT_KEY, SESSION_RECORD_KEY
+from tests.conftest import REDIS_URL, app_config
 from wsgi import create_app
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,14 +32,15 @@ ATTACKER_ADDRESS, ATTACKER_AGENT = "203.0.113.7", "attacker-agent/1.0"
 def forged_session_cookie(secret_key: str, user_id: str, session_record_id: str) -> str:
     """What an attacker who knows a key mints: Flask's own session serializer, a Flask-Login session.
 
-    The session is bound to a hash of the client's address and User-Agent, both known to the attacker, and
-    names a live server-side session record (as if copied from a real cookie), so the forgery carries both.
+    The session is bound to a hash of the client's address and User-Agent (portal.security.client_fingerprint),
+    both known to the attacker, and names a live server-side session record (as if copied from a real cookie),
+    so the forgery carries both.
     """
     attacker = Flask("attacker")
     attacker.secret_key = secret_key
     serializer = SecureCookieSessionInterface().get_signing_serializer(attacker)
     identifier = hashlib.sha512(f"{ATTACKER_ADDRESS}|{ATTACKER_AGENT}".encode()).hexdigest()
-    return serializer.dumps({"_user_id": user_id, "_fresh": True, "_id": identifier,
+    return serializer.dumps({"_user_id": user_id, "_fresh": True, SESSION_CLIENT_KEY: identifier,
                              SESSION_RECORD_KEY: session_record_id})
 
 
@@ -129,6 +131,25 @@ def test_a_malformed_setting_stops_the_app_naming_it(tmp_path, name, value):
     assert completed.returncode != 0
     assert f"Karibu cannot start: {name}: " in completed.stderr
     assert "Traceback" not in completed.stderr
+
+
+def test_the_apps_settings_are_its_overrides_and_follow_its_config(app, monkeypatch):
+    from pydantic import ValidationError
+
+    from core.config import settings
+    with app.app_context():
+        assert settings().REDIS_URL == REDIS_URL  # create_app's override
+        assert settings().API_RATE_LIMIT == "100000/minute"
+        monkeypatch.setitem(app.config, "MAIL_PORT", "2525")
+        assert settings().MAIL_PORT == 2525 == app.config["MAIL_PORT"]  # converted like an environment value
+        with pytest.raises(ValidationError):
+            app.config["MAIL_PORT"] = "twenty-five"
+        assert settings().MAIL_PORT == 2525
+
+
+def test_a_malformed_override_stops_create_app_naming_it(database_url, tmp_path):
+    with pytest.raises(ConfigurationError, match="^EVENTS_RETENTION_DAYS: "):
+        create_app({**app_config(database_url, tmp_path / "documents"), "EVENTS_RETENTION_DAYS": 7})
 
 
 def test_the_default_key_file_is_in_the_instance_folder():

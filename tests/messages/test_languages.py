@@ -10,13 +10,14 @@ from babel.messages.pofile import read_po, write_po
 from sqlalchemy import select
 
 from core.config import PROJECT_ROOT
-from core.db import babel, db
+from core.db import db
 from core.i18n import compile_catalogues
 from core.messages.log import set_default_language
 from core.models import Applicant
 from core.scoping import InstitutionScope
 from tests.event_sources.conftest import csrf_token
 from tests.messages.conftest import all_messages, run_message_worker, send_decisions
+from wsgi import babel
 
 
 def _decide(factory, app, *, language=None, default=None, decision="accepted"):

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from core.db import limiter
+from portal.limiter import limiter
 
 PASSWORD = "correct-horse-1"
 _CSRF_META = re.compile(r'<meta name="csrf-token" content="([^"]+)"')

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from core.db import csrf, db
+from core.db import db
 from core.models.messages import Message
 from tests.webhooks.conftest import RECEIVER_HOST, delivering, receiver, resolver  # noqa: F401 (fixtures)
+from wsgi import csrf
 
 STATE_CHANGING = {"POST", "PUT", "PATCH", "DELETE"}
 CSRF_REFUSAL = "Your form expired or came from another site"

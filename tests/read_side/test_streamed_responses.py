@@ -19,9 +19,10 @@ from sqlalchemy import event
 from werkzeug.serving import make_server
 
 from core.applications.csv_export import export_applications_csv
-from core.db import db, limiter
+from core.db import db
 from core.models import VerificationCharge, utcnow
 from core.scoping import InstitutionScope
+from portal.limiter import limiter
 from tests.conftest import REDIS_URL
 from tests.operations.processes import Processes, app_environment
 from tests.read_side.conftest import parse_csv
