@@ -39,6 +39,9 @@ def test_the_code_keeps_every_layering_contract():
     ("portal/errors.py", "import devtools.seed", "portal is not allowed to import devtools"),
     ("core/errors.py", "import rq", "core is not allowed to import rq"),
     ("core/errors.py", "import werkzeug.exceptions", "core is not allowed to import werkzeug"),
+    ("core/db.py", "from flask_login import LoginManager", "core is not allowed to import flask_login"),
+    ("core/db.py", "from flask_wtf import CSRFProtect", "core is not allowed to import flask_wtf"),
+    ("core/db.py", "from flask_limiter import Limiter", "core is not allowed to import flask_limiter"),
 ])
 def test_a_broken_rule_is_reported(tmp_path, module, import_line, broken):
     for package in PACKAGES:
