@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import bindparam, or_, select, text, update
+from sqlalchemy import bindparam, or_, select, update
 
 from core.config import settings
 from core.db import db
@@ -24,6 +24,7 @@ from core.messages.runtime import runtime
 from core.messages.schedule import next_attempt_at
 from core.messages.transports import AfricasTalkingTransport, Outcome, SmtpTransport
 from core.models.messages import SENDABLE_MESSAGE_STATUSES, Message
+from core.outbox.leases import without_waiting_for_disk
 
 log = logging.getLogger(__name__)
 
@@ -48,13 +49,6 @@ class DrainResult:
     more_due: bool  # the time budget ran out before the due messages did
 
 
-def _without_waiting_for_disk() -> None:
-    """Claims and attempt records may be forgotten by a crashed database: the message is then sent again
-    (at least once); the message rows themselves were committed durably by the change that wrote them."""
-    if db.session.get_bind().dialect.name == "postgresql":
-        db.session.execute(text("SET LOCAL synchronous_commit TO OFF"))
-
-
 def due_conditions(now: datetime):
     return (Message.status.in_(SENDABLE_MESSAGE_STATUSES), Message.next_attempt_at <= now,
             or_(Message.lease_expires_at.is_(None), Message.lease_expires_at < now))
@@ -64,7 +58,7 @@ def claim_due(now: datetime, limit: int = CLAIM_BATCH) -> tuple[str, datetime, l
     """Lease up to `limit` due, unclaimed messages (oldest first): (lease token, lease end, their ids)."""
     token = secrets.token_hex(8)
     expires = now + LEASE
-    _without_waiting_for_disk()
+    without_waiting_for_disk()
     # Two statements, not UPDATE … WHERE id IN (SELECT … LIMIT n): PostgreSQL may rescan such a subquery
     # and, among rows due at the same moment, lease more than `limit`.
     candidates = list(db.session.scalars(
@@ -174,7 +168,7 @@ def _send_batch(messages: list[_Claimed], token: str, expires: datetime, transpo
 def _record(done: list[tuple[_Claimed, datetime, Outcome]], unsent: list[str], token: str) -> list[AttemptReport]:
     """Record a batch of attempts in one transaction; release the lease of those not attempted."""
     now = runtime.clock.now()
-    _without_waiting_for_disk()
+    without_waiting_for_disk()
     table = Message.__table__
     reports, rows = [], []
     for message, attempted_at, outcome in done:

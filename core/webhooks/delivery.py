@@ -21,13 +21,14 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
-from sqlalchemy import bindparam, insert, or_, select, text, update
+from sqlalchemy import bindparam, insert, or_, select, update
 
 from core.events.emission import event_body
 from core.db import db
 from core.metrics import WEBHOOK_ATTEMPTS, WEBHOOK_DELIVERY_LATENCY
 from core.models import Event, new_id
 from core.models.webhooks import SENDABLE_STATUSES, WebhookAttempt, WebhookDelivery, WebhookEndpoint
+from core.outbox.leases import without_waiting_for_disk
 from core.webhooks.endpoints import disable_endpoint_after_failures, signing_secret, target_url
 from core.webhooks.runtime import SENDER_THREADS, runtime
 from core.webhooks.schedule import DISABLE_AFTER_CONSECUTIVE_FAILURES, next_attempt_at
@@ -59,17 +60,6 @@ class DrainResult:
     more_due: bool  # the time budget ran out before the due deliveries did
 
 
-def _without_waiting_for_disk() -> None:
-    """Let this transaction's commit return before its WAL record is flushed (PostgreSQL only).
-
-    Safe for claims and attempt records: if the database crashes and forgets the last moments of them, the
-    delivery is simply attempted again (at-least-once), and the event and delivery rows themselves were
-    committed durably by the transaction that emitted them.
-    """
-    if db.session.get_bind().dialect.name == "postgresql":
-        db.session.execute(text("SET LOCAL synchronous_commit TO OFF"))
-
-
 @dataclass(frozen=True)
 class PreparedAttempt:
     delivery_id: str
@@ -89,7 +79,7 @@ class PreparedAttempt:
 def claim_due(now: datetime, limit: int = CLAIM_BATCH) -> tuple[str, list[str]]:
     """Lease up to `limit` due, unclaimed deliveries (oldest first) and commit; returns (lease token, ids)."""
     token = secrets.token_hex(8)
-    _without_waiting_for_disk()
+    without_waiting_for_disk()
     claimed = _lease(now, limit, token)
     db.session.commit()
     return token, claimed
@@ -288,7 +278,7 @@ class _Pipeline:
         leased, skipped ones included)."""
         if not done and free <= 0 and not self.waiting:
             return [], [], 0
-        _without_waiting_for_disk()
+        without_waiting_for_disk()
         statuses, totals = _record(done) if done else ({}, {})
         self.failures.update(totals)
         ready = self._ready_to_recheck()
