@@ -1,6 +1,6 @@
 """Message attempts: claim due messages, send them outside any transaction, record each outcome.
 
-The claim is a conditional UPDATE (a lease), as for webhook deliveries: only one worker owns a due message at
+The claim is a lease, as for webhook deliveries (core/outbox/leases.py): only one worker owns a due message at
 a time, and a killed worker's lease lapses so the sweep can hand the message to another. A worker never starts
 a send once its lease could have lapsed, so two sends of one message never overlap. A crash between the
 server's acceptance and the recording of it means one more send later (at least once); every attempt carries
@@ -10,21 +10,20 @@ from __future__ import annotations
 
 import logging
 import queue
-import secrets
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import bindparam, or_, select, update
+from sqlalchemy import bindparam, select, update
 
 from core.config import settings
 from core.db import db
 from core.messages.runtime import runtime
-from core.messages.schedule import next_attempt_at
+from core.messages.schedule import SCHEDULE, next_attempt_at
 from core.messages.transports import AfricasTalkingTransport, Outcome, SmtpTransport
 from core.models.messages import SENDABLE_MESSAGE_STATUSES, Message
-from core.outbox.leases import without_waiting_for_disk
+from core.outbox.leases import Outbox, claim, without_waiting_for_disk
 
 log = logging.getLogger(__name__)
 
@@ -49,29 +48,16 @@ class DrainResult:
     more_due: bool  # the time budget ran out before the due messages did
 
 
-def due_conditions(now: datetime):
-    return (Message.status.in_(SENDABLE_MESSAGE_STATUSES), Message.next_attempt_at <= now,
-            or_(Message.lease_expires_at.is_(None), Message.lease_expires_at < now))
+MESSAGES = Outbox(
+    model=Message, sendable=SENDABLE_MESSAGE_STATUSES, order=(Message.next_attempt_at, Message.id), lease=LEASE,
+    schedule=SCHEDULE, succeeded="sent", given_up="failed", now=lambda: runtime.clock.now(),
+)
 
 
 def claim_due(now: datetime, limit: int = CLAIM_BATCH) -> tuple[str, datetime, list[str]]:
     """Lease up to `limit` due, unclaimed messages (oldest first): (lease token, lease end, their ids)."""
-    token = secrets.token_hex(8)
-    expires = now + LEASE
-    without_waiting_for_disk()
-    # Two statements, not UPDATE … WHERE id IN (SELECT … LIMIT n): PostgreSQL may rescan such a subquery
-    # and, among rows due at the same moment, lease more than `limit`.
-    candidates = list(db.session.scalars(
-        select(Message.id).where(*due_conditions(now)).order_by(Message.next_attempt_at, Message.id)
-        .limit(limit).with_for_update(skip_locked=True)))
-    claimed = list(db.session.scalars(
-        update(Message)
-        .where(Message.id.in_(candidates), *due_conditions(now))  # checked again on the locked row
-        .values(lease_token=token, lease_expires_at=expires)
-        .returning(Message.id)
-    )) if candidates else []
-    db.session.commit()
-    return token, expires, claimed
+    claimed = claim(MESSAGES, now, limit)
+    return claimed.token, claimed.expires, claimed.ids
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Delivery attempts: claim due deliveries, sign and POST outside any transaction, record each outcome.
 
-The claim is a conditional UPDATE (a lease): only one worker can own a due delivery at a time, and a
+The claim is a lease (core/outbox/leases.py): only one worker can own a due delivery at a time, and a
 killed worker's lease lapses so the sweep can hand the delivery to another. Failures move the delivery
 along the retry schedule and count towards the endpoint's consecutive failures.
 
@@ -21,17 +21,17 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
-from sqlalchemy import bindparam, insert, or_, select, update
+from sqlalchemy import bindparam, insert, select, update
 
 from core.events.emission import event_body
 from core.db import db
 from core.metrics import WEBHOOK_ATTEMPTS, WEBHOOK_DELIVERY_LATENCY
 from core.models import Event, new_id
 from core.models.webhooks import SENDABLE_STATUSES, WebhookAttempt, WebhookDelivery, WebhookEndpoint
-from core.outbox.leases import without_waiting_for_disk
+from core.outbox.leases import Outbox, claim, lease, without_waiting_for_disk
 from core.webhooks.endpoints import disable_endpoint_after_failures, signing_secret, target_url
 from core.webhooks.runtime import SENDER_THREADS, runtime
-from core.webhooks.schedule import DISABLE_AFTER_CONSECUTIVE_FAILURES, next_attempt_at
+from core.webhooks.schedule import DISABLE_AFTER_CONSECUTIVE_FAILURES, SCHEDULE, next_attempt_at
 from core.webhooks.signing import delivery_headers
 from core.webhooks.transport import DEADLINE_SECONDS, AttemptOutcome
 
@@ -45,6 +45,11 @@ DRAIN_TIME_BUDGET = 20.0
 # While some slots are busy and nothing was due, a drain looks for newly due deliveries this often.
 POLL_SECONDS = 0.25
 EPOCH = datetime(1970, 1, 1)
+
+DELIVERIES = Outbox(
+    model=WebhookDelivery, sendable=SENDABLE_STATUSES, order=(WebhookDelivery.next_attempt_at,), lease=LEASE,
+    schedule=SCHEDULE, succeeded="delivered", given_up="dead", now=lambda: runtime.clock.now(),
+)
 
 
 @dataclass(frozen=True)
@@ -78,45 +83,8 @@ class PreparedAttempt:
 
 def claim_due(now: datetime, limit: int = CLAIM_BATCH) -> tuple[str, list[str]]:
     """Lease up to `limit` due, unclaimed deliveries (oldest first) and commit; returns (lease token, ids)."""
-    token = secrets.token_hex(8)
-    without_waiting_for_disk()
-    claimed = _lease(now, limit, token)
-    db.session.commit()
-    return token, claimed
-
-
-def _lease(now: datetime, limit: int, token: str) -> list[str]:
-    """Lease up to `limit` due, unclaimed deliveries, oldest first, in the current transaction.
-
-    The batch is picked once, in a materialised CTE, and the UPDATE joins it: written as
-    `id IN (SELECT … LIMIT n FOR UPDATE SKIP LOCKED)`, PostgreSQL may plan a nested loop that re-runs the
-    subquery for every row scanned, each run skipping what the previous ones had just leased, and so lease
-    the whole backlog under one token.
-    """
-    picked = (
-        select(WebhookDelivery.id)
-        .where(
-            WebhookDelivery.status.in_(SENDABLE_STATUSES),
-            WebhookDelivery.next_attempt_at <= now,
-            or_(WebhookDelivery.lease_expires_at.is_(None), WebhookDelivery.lease_expires_at < now),
-        )
-        .order_by(WebhookDelivery.next_attempt_at)
-        .limit(limit)
-        .with_for_update(skip_locked=True)
-        .cte("picked")
-        .prefix_with("MATERIALIZED", dialect="postgresql")
-    )
-    return list(db.session.scalars(
-        update(WebhookDelivery)
-        .where(
-            WebhookDelivery.id == picked.c.id,
-            # checked again on the locked row, so two workers can never lease the same delivery
-            WebhookDelivery.status.in_(SENDABLE_STATUSES),
-            or_(WebhookDelivery.lease_expires_at.is_(None), WebhookDelivery.lease_expires_at < now),
-        )
-        .values(lease_token=token, lease_expires_at=now + LEASE)
-        .returning(WebhookDelivery.id)
-    ))
+    claimed = claim(DELIVERIES, now, limit)
+    return claimed.token, claimed.ids
 
 
 @dataclass(frozen=True)
@@ -283,7 +251,7 @@ class _Pipeline:
         self.failures.update(totals)
         ready = self._ready_to_recheck()
         ours = _still_ours(ready)
-        ids = _lease(runtime.clock.now(), free, self.token) if free > 0 else []
+        ids = lease(DELIVERIES, runtime.clock.now(), free, self.token) if free > 0 else []
         claimed, failures = _load(ids, self.token, self.targets)
         db.session.commit()
         _count(done, statuses)
