@@ -18,4 +18,3 @@ SCHEDULE = RetrySchedule((
 ))
 RETRY_DELAYS = SCHEDULE.delays
 MAX_ATTEMPTS = SCHEDULE.max_attempts
-next_attempt_at = SCHEDULE.next_attempt_at

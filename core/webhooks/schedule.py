@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from core.outbox.schedule import Clock, RetrySchedule, SystemClock  # noqa: F401  (the clock of both outboxes)
+from core.outbox.schedule import RetrySchedule, SystemClock  # noqa: F401  (SystemClock: the clock of both outboxes)
 
 SCHEDULE = RetrySchedule((
     timedelta(minutes=1),
@@ -16,7 +16,6 @@ SCHEDULE = RetrySchedule((
     timedelta(hours=24),
     timedelta(hours=24),
 ))
-RETRY_DELAYS = SCHEDULE.delays
 MAX_ATTEMPTS = SCHEDULE.max_attempts
 next_attempt_at = SCHEDULE.next_attempt_at
 DISABLE_AFTER_CONSECUTIVE_FAILURES = 20
