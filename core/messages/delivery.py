@@ -1,29 +1,31 @@
-"""Message attempts: claim due messages, send them outside any transaction, record each outcome.
+"""Message attempts: what the outbox engine (core/outbox) needs to know of messages.
 
-The claim is a conditional UPDATE (a lease), as for webhook deliveries: only one worker owns a due message at
-a time, and a killed worker's lease lapses so the sweep can hand the message to another. A worker never starts
-a send once its lease could have lapsed, so two sends of one message never overlap. A crash between the
-server's acceptance and the recording of it means one more send later (at least once); every attempt carries
-the same Message-ID, so mail clients show it once.
+A claimed message is sent by email (over one of the drain's SMTP connections) or SMS outside any transaction;
+the server's answer makes it `sent`, a temporary failure (retried along the schedule) or a permanent one
+(`failed` at once). The claim is a lease, as for webhook deliveries (core/outbox/leases.py): only one worker owns
+a due message at a time, and a killed worker's lease lapses so the sweep can hand the message to another. A
+worker never starts a send once its lease could have lapsed, so two sends of one message never overlap. A crash
+between the server's acceptance and the recording of it means one more send later (at least once); every
+attempt carries the same Message-ID, so mail clients show it once.
 """
 from __future__ import annotations
 
 import logging
 import queue
-import secrets
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import bindparam, or_, select, text, update
+from sqlalchemy import select
 
 from core.config import settings
 from core.db import db
 from core.messages.runtime import runtime
-from core.messages.schedule import next_attempt_at
+from core.messages.schedule import SCHEDULE
 from core.messages.transports import AfricasTalkingTransport, Outcome, SmtpTransport
 from core.models.messages import SENDABLE_MESSAGE_STATUSES, Message
+from core.outbox.drain import PERMANENT, SUCCEEDED, TEMPORARY, Drain, DrainResult
+from core.outbox.leases import Outbox, claim
 
 log = logging.getLogger(__name__)
 
@@ -34,50 +36,16 @@ SENDER_CONNECTIONS = 4
 # A drain stops claiming new batches after this long, so one job never runs for ever.
 DRAIN_TIME_BUDGET = 20.0
 
-
-@dataclass(frozen=True)
-class AttemptReport:
-    message_id: str
-    status: str  # the message's status after the attempt
-    outcome: Outcome
-
-
-@dataclass(frozen=True)
-class DrainResult:
-    attempts: list[AttemptReport]
-    more_due: bool  # the time budget ran out before the due messages did
-
-
-def _without_waiting_for_disk() -> None:
-    """Claims and attempt records may be forgotten by a crashed database: the message is then sent again
-    (at least once); the message rows themselves were committed durably by the change that wrote them."""
-    if db.session.get_bind().dialect.name == "postgresql":
-        db.session.execute(text("SET LOCAL synchronous_commit TO OFF"))
-
-
-def due_conditions(now: datetime):
-    return (Message.status.in_(SENDABLE_MESSAGE_STATUSES), Message.next_attempt_at <= now,
-            or_(Message.lease_expires_at.is_(None), Message.lease_expires_at < now))
+MESSAGES = Outbox(
+    model=Message, sendable=SENDABLE_MESSAGE_STATUSES, order=(Message.next_attempt_at, Message.id), lease=LEASE,
+    schedule=SCHEDULE, succeeded="sent", given_up="failed", now=lambda: runtime.clock.now(),
+)
 
 
 def claim_due(now: datetime, limit: int = CLAIM_BATCH) -> tuple[str, datetime, list[str]]:
     """Lease up to `limit` due, unclaimed messages (oldest first): (lease token, lease end, their ids)."""
-    token = secrets.token_hex(8)
-    expires = now + LEASE
-    _without_waiting_for_disk()
-    # Two statements, not UPDATE … WHERE id IN (SELECT … LIMIT n): PostgreSQL may rescan such a subquery
-    # and, among rows due at the same moment, lease more than `limit`.
-    candidates = list(db.session.scalars(
-        select(Message.id).where(*due_conditions(now)).order_by(Message.next_attempt_at, Message.id)
-        .limit(limit).with_for_update(skip_locked=True)))
-    claimed = list(db.session.scalars(
-        update(Message)
-        .where(Message.id.in_(candidates), *due_conditions(now))  # checked again on the locked row
-        .values(lease_token=token, lease_expires_at=expires)
-        .returning(Message.id)
-    )) if candidates else []
-    db.session.commit()
-    return token, expires, claimed
+    claimed = claim(MESSAGES, now, limit)
+    return claimed.token, claimed.expires, claimed.ids
 
 
 @dataclass(frozen=True)
@@ -90,7 +58,10 @@ class _Claimed:
     body_text: str
     body_html: str | None
     message_id_header: str | None
-    attempts: int
+    number: int  # the attempt it is about to get
+    # Never start a send after this: the lease could lapse before it ends (each SMTP step is bounded by
+    # MAIL_TIMEOUT).
+    deadline: datetime
 
 
 class Transports:
@@ -122,87 +93,45 @@ class Transports:
         self.sms.close()
 
 
+class _MessageDrain(Drain):
+    # A batch of up to CLAIM_BATCH is claimed, sent and recorded in one statement each.
+    whole_batches = True
+
+    def __init__(self, senders: ThreadPoolExecutor, transports: Transports):
+        super().__init__(MESSAGES, senders, capacity=CLAIM_BATCH)
+        self.transports = transports
+
+    def load(self, ids: list[str], lease_expires: datetime) -> list[_Claimed]:
+        deadline = lease_expires - timedelta(seconds=settings().MAIL_TIMEOUT * 4)
+        rows = db.session.execute(
+            select(Message.id, Message.channel, Message.recipient, Message.recipient_name, Message.subject,
+                   Message.body_text, Message.body_html, Message.message_id_header, Message.attempts + 1)
+            .where(Message.id.in_(ids)).order_by(Message.next_attempt_at, Message.created_at)
+        ).all()
+        return [_Claimed(*row, deadline=deadline) for row in rows]
+
+    def send(self, message: _Claimed) -> tuple[datetime, Outcome | None]:
+        attempted_at = runtime.clock.now()
+        if attempted_at >= message.deadline:
+            return attempted_at, None
+        try:
+            return attempted_at, self.transports.send(message)
+        except Exception as error:  # a bug must not lose the outcomes of the other messages
+            log.exception("sending message %s failed unexpectedly", message.id)
+            return attempted_at, Outcome.temporary(f"Unexpected error: {error.__class__.__name__}: {error}")
+
+    def answer(self, message: _Claimed, outcome: Outcome, now: datetime) -> tuple[str, dict]:
+        """Sent, or a failure the server says is permanent (`failed` at once) or temporary (retried)."""
+        verdict = SUCCEEDED if outcome.sent else PERMANENT if outcome.permanent else TEMPORARY
+        return verdict, {"last_error": outcome.error, "provider_id": outcome.provider_id,
+                         "sent_at": now if outcome.sent else None}
+
+
 def drain_due_messages(time_budget: float = DRAIN_TIME_BUDGET) -> DrainResult:
     """Claim and send due messages, a batch at a time, until none is due or the time budget is spent."""
-    started = time.monotonic()
-    reports: list[AttemptReport] = []
     transports = Transports()
     try:
         with ThreadPoolExecutor(SENDER_CONNECTIONS, thread_name_prefix="message-sender") as senders:
-            while time.monotonic() - started < time_budget:
-                token, expires, ids = claim_due(runtime.clock.now())
-                if not ids:
-                    return DrainResult(reports, more_due=False)
-                reports.extend(_send_batch(_load(ids), token, expires, transports, senders))
-        return DrainResult(reports, more_due=True)
+            return _MessageDrain(senders, transports).run(time_budget)
     finally:
         transports.close()
-
-
-def _load(ids: list[str]) -> list[_Claimed]:
-    rows = db.session.execute(
-        select(Message.id, Message.channel, Message.recipient, Message.recipient_name, Message.subject,
-               Message.body_text, Message.body_html, Message.message_id_header, Message.attempts)
-        .where(Message.id.in_(ids)).order_by(Message.next_attempt_at, Message.created_at)
-    ).all()
-    db.session.commit()  # no transaction stays open while messages are in flight
-    return [_Claimed(*row) for row in rows]
-
-
-def _send_batch(messages: list[_Claimed], token: str, expires: datetime, transports: Transports,
-                senders: ThreadPoolExecutor) -> list[AttemptReport]:
-    """Send a claimed batch on the sender threads (they touch no database session); record the outcomes."""
-    # Never start a send once the lease could lapse before it ends (each SMTP step is bounded by MAIL_TIMEOUT).
-    deadline = expires - timedelta(seconds=settings().MAIL_TIMEOUT * 4)
-
-    def attempt(message: _Claimed) -> tuple[_Claimed, datetime, Outcome | None]:
-        attempted_at = runtime.clock.now()
-        if attempted_at >= deadline:
-            return message, attempted_at, None
-        try:
-            return message, attempted_at, transports.send(message)
-        except Exception as error:  # a bug must not lose the outcomes of the rest of the batch
-            log.exception("sending message %s failed unexpectedly", message.id)
-            return message, attempted_at, Outcome.temporary(f"Unexpected error: {error.__class__.__name__}: {error}")
-
-    results = list(senders.map(attempt, messages))
-    done = [(message, at, outcome) for message, at, outcome in results if outcome is not None]
-    unsent = [message.id for message, _, outcome in results if outcome is None]
-    return _record(done, unsent, token)
-
-
-def _record(done: list[tuple[_Claimed, datetime, Outcome]], unsent: list[str], token: str) -> list[AttemptReport]:
-    """Record a batch of attempts in one transaction; release the lease of those not attempted."""
-    now = runtime.clock.now()
-    _without_waiting_for_disk()
-    table = Message.__table__
-    reports, rows = [], []
-    for message, attempted_at, outcome in done:
-        number = message.attempts + 1
-        if outcome.sent:
-            status, following = "sent", None
-        elif outcome.permanent:
-            status, following = "failed", None
-        else:
-            following = next_attempt_at(number, attempted_at)
-            status = "retry_scheduled" if following is not None else "failed"
-        reports.append(AttemptReport(message.id, status, outcome))
-        rows.append({
-            "b_id": message.id, "b_token": token, "status": status, "attempts": number,
-            "next_attempt_at": following, "last_error": outcome.error, "provider_id": outcome.provider_id,
-            "sent_at": now if outcome.sent else None, "lease_token": None, "lease_expires_at": None,
-            "updated_at": now,
-        })
-    connection = db.session.connection()
-    if rows:
-        connection.execute(
-            update(table).where(table.c.id == bindparam("b_id"), table.c.lease_token == bindparam("b_token"))
-            .values({name: bindparam(name) for name in rows[0] if not name.startswith("b_")}),
-            rows,
-        )
-    if unsent:
-        connection.execute(update(table).where(table.c.id.in_(unsent), table.c.lease_token == token)
-                           .values(lease_token=None, lease_expires_at=None))
-    db.session.commit()
-    return reports
-

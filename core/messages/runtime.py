@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from core.messages.schedule import Clock, SystemClock
+from core.outbox.schedule import Clock, SystemClock
 
 
 @dataclass

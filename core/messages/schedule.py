@@ -1,12 +1,13 @@
-"""When a message whose attempt failed for a temporary reason is tried again, and when it is given up."""
+"""The message retry schedule: when a message whose attempt failed for a temporary reason is tried again, and
+when it is given up (the schedule itself is core/outbox/schedule.py)."""
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 
-from core.webhooks.schedule import Clock, SystemClock  # noqa: F401  (one clock protocol for both engines)
+from core.outbox.schedule import RetrySchedule
 
-# Delay before attempt N+1, counted from attempt N: 8 attempts over about 22 hours.
-RETRY_DELAYS: tuple[timedelta, ...] = (
+# 8 attempts over about 22 hours.
+SCHEDULE = RetrySchedule((
     timedelta(minutes=1),
     timedelta(minutes=5),
     timedelta(minutes=15),
@@ -14,15 +15,6 @@ RETRY_DELAYS: tuple[timedelta, ...] = (
     timedelta(hours=3),
     timedelta(hours=6),
     timedelta(hours=12),
-)
-MAX_ATTEMPTS = len(RETRY_DELAYS) + 1
-
-
-def next_attempt_at(failed_attempt_number: int, attempted_at: datetime) -> datetime | None:
-    """When to try again after attempt `failed_attempt_number` (1-based) failed temporarily; None when that
-    was the last attempt and the message is `failed`."""
-    if failed_attempt_number < 1:
-        raise ValueError("attempt numbers start at 1")
-    if failed_attempt_number >= MAX_ATTEMPTS:
-        return None
-    return attempted_at + RETRY_DELAYS[failed_attempt_number - 1]
+))
+RETRY_DELAYS = SCHEDULE.delays
+MAX_ATTEMPTS = SCHEDULE.max_attempts

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from core.config import settings
-from core.webhooks.schedule import Clock, SystemClock
+from core.outbox.schedule import Clock, SystemClock
 from core.webhooks.signing import SecretBox
 from core.webhooks.urls import Resolver
 
