@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from core.outbox.schedule import RetrySchedule, SystemClock  # noqa: F401  (SystemClock: the clock of both outboxes)
+from core.outbox.schedule import RetrySchedule
 
 SCHEDULE = RetrySchedule((
     timedelta(minutes=1),

@@ -13,7 +13,7 @@ from sqlalchemy import update
 
 from core.db import db
 from core.models.webhooks import WebhookDelivery
-from core.webhooks.schedule import SystemClock
+from core.outbox.schedule import SystemClock
 from tests.webhooks.conftest import wait_until
 from tests.webhooks.test_webhook_engine import configure, deliveries, delivery_for, emit
 from tests.webhooks.test_webhook_recovery import start_worker
