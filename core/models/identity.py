@@ -4,9 +4,9 @@ from __future__ import annotations
 from datetime import datetime
 from decimal import Decimal
 
-from sqlalchemy import Boolean, DateTime, ForeignKey, Numeric, String, UniqueConstraint
+from sqlalchemy import Boolean, DateTime, ForeignKey, LargeBinary, Numeric, String, UniqueConstraint
 from sqlalchemy import false as sa_false
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped, deferred, mapped_column
 
 from core.models.base import Base, new_id, utcnow
 
@@ -30,6 +30,17 @@ class Institution(Base):
     require_admin_two_factor: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sa_false())
     # IANA zone of every time shown in the portal; None: the zone of the institution's country.
     time_zone: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # What applicants see (core.institutions.identity): each None means "the default".
+    display_name: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    brand_colour: Mapped[str | None] = mapped_column(String(7), nullable=True)
+    contact_email: Mapped[str | None] = mapped_column(String(254), nullable=True)
+    website: Mapped[str | None] = mapped_column(String(300), nullable=True)
+    footer: Mapped[str | None] = mapped_column(String(300), nullable=True)
+    # The logo as re-encoded by Pillow (never the uploaded bytes); loaded only when served.
+    logo: Mapped[bytes | None] = deferred(mapped_column(LargeBinary, nullable=True))
+    logo_type: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    # A digest of the stored logo: part of its URL, so a new logo is a new URL and the old one can be cached.
+    logo_digest: Mapped[str | None] = mapped_column(String(16), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     deleted_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
 

@@ -34,6 +34,9 @@ class Message(Base):
     template: Mapped[str] = mapped_column(String(64))
     language: Mapped[str] = mapped_column(String(8))
     subject: Mapped[str] = mapped_column(String(300), default="")
+    # The From mailbox (None: the platform's MAIL_DEFAULT_SENDER) and Reply-To of an email, fixed when written.
+    sender: Mapped[str | None] = mapped_column(String(300), nullable=True)
+    reply_to: Mapped[str | None] = mapped_column(String(254), nullable=True)
     body_text: Mapped[str] = mapped_column(Text)
     body_html: Mapped[str | None] = mapped_column(Text, nullable=True)
     # The RFC 5322 Message-ID, fixed when the message is written so that every attempt carries the same one.

@@ -1,4 +1,5 @@
-"""Institutions and their stage pipeline (staff users are in `core.accounts.users`)."""
+"""Institutions: their stage pipeline here, their identity for applicants in `identity` (staff users are in
+`core.accounts.users`)."""
 from __future__ import annotations
 
 
