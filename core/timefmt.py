@@ -1,7 +1,11 @@
-"""ISO-8601 UTC parsing and formatting shared by records, filters and cursors."""
+"""ISO-8601 UTC parsing and formatting shared by records, filters and cursors, and the one date format of
+applicant-facing text."""
 from __future__ import annotations
 
 from datetime import date, datetime, timezone
+from zoneinfo import ZoneInfo
+
+from babel.dates import format_date
 
 
 def isoformat_z(value: datetime | None) -> str | None:
@@ -26,3 +30,15 @@ def parse_utc(text: str) -> datetime:
     if parsed.tzinfo is not None:
         parsed = parsed.astimezone(timezone.utc).replace(tzinfo=None)
     return parsed
+
+DATE_LOCALES = {"en": "en_GB"}
+
+
+def applicant_date(value: datetime | date, zone: str, language: str) -> str:
+    """The date applicants read on every page and email: Babel's long date in their language, in the
+    institution's time zone (`26 November 2026`, `26 novembre 2026`, `26 Novemba 2026`); a naive datetime is UTC."""
+    if isinstance(value, datetime):
+        aware = value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+        value = aware.astimezone(ZoneInfo(zone)).date()
+    # British English for "en": East Africa writes the day first.
+    return format_date(value, format="long", locale=DATE_LOCALES.get(language, language))
