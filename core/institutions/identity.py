@@ -35,6 +35,7 @@ LOGO_MAX_SIDE = 512
 # Pillow's names of the accepted formats, and the content type each is stored and served with.
 LOGO_TYPES = {"PNG": "image/png", "JPEG": "image/jpeg"}
 LOGO_EXTENSIONS = {"image/png": "png", "image/jpeg": "jpg"}
+LOGO_PATH = "/brand/{institution_id}/{file_name}"
 TEXT_LIMITS = {"display_name": 200, "contact_email": 254, "website": 300, "footer": 300}
 IDENTITY_FIELDS = ("display_name", "brand_colour", "contact_email", "website", "footer")
 _HEX_COLOUR = re.compile(r"^#?([0-9a-fA-F]{6}|[0-9a-fA-F]{3})$")
@@ -60,6 +61,14 @@ class ApplicantIdentity:
         if not self.logo_digest:
             return None
         return f"logo-{self.logo_digest}.{LOGO_EXTENSIONS[self.logo_type]}"
+
+    @property
+    def logo_path(self) -> str | None:
+        """The logo's URL path (served by the `brand` blueprint), or None without a logo; emails prefix it with
+        PUBLIC_BASE_URL."""
+        if not self.logo_digest:
+            return None
+        return LOGO_PATH.format(institution_id=self.institution_id, file_name=self.logo_file_name)
 
 
 class IdentityRefused(InvalidInput):
