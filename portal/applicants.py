@@ -21,6 +21,7 @@ from core.models import utcnow
 from core.models.admissions import DECISIONS
 from core.applications.overview import cycles, programs
 from core.applications.records import application_record
+from core.messages.plan import plan_decision_sends
 from core.applications.state_updates import MAX_UPDATES, apply_updates, check_updates, parse_updates, send_decision
 from core.applications.xlsx_export import CONTENT_TYPE as XLSX_CONTENT_TYPE
 from core.applications.xlsx_export import export_applications_xlsx
@@ -30,7 +31,9 @@ from portal.applicant_list import (
     saved_views_context,
 )
 from portal.applicant_timeline import DECISION_LABELS, timeline_context
-from portal.forms import ActionForm, ApplicationStateForm, BulkUpdateForm, RecordAnswerForm, submitted
+from portal.forms import (
+    ActionForm, ApplicationStateForm, BulkUpdateForm, RecordAnswerForm, SendDecisionForm, submitted,
+)
 from portal.rendering import datetime_text, is_partial_request, render_page
 from portal.security import audit, safe_next, staff_actor, staff_required
 
@@ -163,7 +166,9 @@ def applicants_bulk():
         if change.get("send_decision") and form.confirm_count.data != str(len(ids)):
             check_updates(g.scope, batch)  # a change that cannot be made is refused before any confirmation
             return render_page("applicants/bulk_confirm.html", "applicants/partial/bulk_confirm.html",
-                               ids=ids, change=change, count=len(ids), back=_list_address(form))
+                               ids=ids, change=change, count=len(ids), back=_list_address(form),
+                               send_plan=plan_decision_sends(g.scope, ids, change.get("decision")),
+                               decision_labels=DECISION_LABELS)
         outcome = apply_updates(g.scope, batch, actor=staff_actor(),
                                 emit_application_updated=settings().EMIT_APPLICATION_UPDATED)
     except InvalidInput as error:
@@ -263,8 +268,20 @@ def applicant_change_state(application_id: str):
 @staff_required
 def applicant_send_decision(application_id: str):
     """Release the current decision to the applicant (emits decision.sent and queues the messages); a
-    decision already sent is not sent again, and the answer says when it was."""
-    submitted(ActionForm())
+    decision already sent is not sent again, and the answer says when it was.
+
+    The first post only asks for a confirmation that names the decision and the channels that will really carry
+    it; the decision is sent when the form comes back with `confirm`."""
+    form = submitted(SendDecisionForm())
+    if not form.confirm.data:
+        check_updates(g.scope, parse_updates({"updates": [{"id": application_id, "send_decision": True}]}))
+        context = _file_page(application_id)
+        current = context["file"].current_decision
+        if current is None or current.sent_at is None:  # else: the answer below says when it was sent
+            context["send_plan"] = plan_decision_sends(g.scope, [application_id])
+            if not is_partial_request():
+                return render_page("applicants/detail.html", **context)
+            return render_page("applicants/partial/decisions.html", **context)
     outcome = send_decision(g.scope, application_id, actor=staff_actor(),
                             emit_application_updated=settings().EMIT_APPLICATION_UPDATED)
     audit("decision.send", application_id, status=200 if outcome.sent else 409)

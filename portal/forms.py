@@ -178,6 +178,11 @@ class DefaultLanguageForm(FlaskForm):
         ("en", "English"), ("fr", "Français (French)"), ("sw", "Kiswahili (Swahili)")])
 
 
+class SendDecisionForm(FlaskForm):
+    """Sending a decision: the first post asks for a confirmation, the second (`confirm`) sends."""
+    confirm = BooleanField()
+
+
 class RecordAnswerForm(FlaskForm):
     response = SelectField("Applicant's answer", choices=[("accepted", "Accepted the decision"),
                                                          ("declined", "Declined the decision")],

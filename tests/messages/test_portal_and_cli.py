@@ -143,8 +143,8 @@ def test_sending_a_decision_twice_from_the_file_says_nothing_was_sent_again(mail
     application = factory.application(institution, decision="accepted")
     client, token = _signed_in(mail_app, factory, institution, role="staff")
     headers = {"HX-Request": "true", "X-CSRFToken": token}
-    first = client.post(f"/applicants/{application.id}/send-decision", headers=headers)
+    first = client.post(f"/applicants/{application.id}/send-decision", data={"confirm": "y"}, headers=headers)
     assert "The decision “Accepted” was sent to the applicant." in first.get_data(as_text=True)
-    again = client.post(f"/applicants/{application.id}/send-decision", headers=headers)
+    again = client.post(f"/applicants/{application.id}/send-decision", data={"confirm": "y"}, headers=headers)
     assert "Nothing was sent: this decision was already sent on " in again.get_data(as_text=True)
     assert len(all_messages(mail_app)) == 1

@@ -105,7 +105,7 @@ def test_in_place_edit_of_another_institutions_application_is_not_found(staff, f
 
 def test_sending_an_already_sent_decision_says_when_and_sends_nothing(staff, factory, app):
     application = factory.application(staff.institution, decision="accepted")
-    first = staff.post(f"/applicants/{application.id}/send-decision", htmx=True)
+    first = staff.post(f"/applicants/{application.id}/send-decision", {"confirm": "y"}, htmx=True)
     assert first.status_code == 200 and "The decision “Accepted” was sent to the applicant." in _text(first)
     with app.app_context():
         sent_at = db.session.scalar(select(Decision.sent_at).where(Decision.application_id == application.id))
@@ -113,7 +113,7 @@ def test_sending_an_already_sent_decision_says_when_and_sends_nothing(staff, fac
     # As the page says it: in the institution's zone (a day later than UTC's late in the evening), day unpadded.
     when = format_datetime(sent_at.replace(tzinfo=timezone.utc), "d MMM y, HH:mm", tzinfo=zone, locale="en")
 
-    again = staff.post(f"/applicants/{application.id}/send-decision", htmx=True)
+    again = staff.post(f"/applicants/{application.id}/send-decision", {"confirm": "y"}, htmx=True)
     html = _text(again)
     assert again.status_code == 409
     assert "Nothing was sent: this decision was already sent on " + when in html
@@ -125,7 +125,7 @@ def test_sending_an_already_sent_decision_says_when_and_sends_nothing(staff, fac
     with app.app_context():
         assert db.session.scalar(select(func.count()).select_from(Event).where(Event.type == "decision.sent")) == 1
 
-    no_js = staff.post(f"/applicants/{application.id}/send-decision")
+    no_js = staff.post(f"/applicants/{application.id}/send-decision", {"confirm": "y"})
     assert no_js.status_code == 302
     assert "already sent on " + when in _text(staff.get(f"/applicants/{application.id}"))
 
@@ -140,7 +140,7 @@ def test_the_timeline_tells_everything_with_who_did_it(staff, factory, app, clie
                        json={"updates": [{"id": application.id, "stage": "documents_review"}]})
     assert api.status_code == 200
     staff.post(f"/applicants/{application.id}/state", {"stage": "interview", "decision": "accepted"}, htmx=True)
-    assert staff.post(f"/applicants/{application.id}/send-decision", htmx=True).status_code == 200
+    assert staff.post(f"/applicants/{application.id}/send-decision", {"confirm": "y"}, htmx=True).status_code == 200
     with app.app_context():
         scope = InstitutionScope(inst.id)
         decision_id = db.session.scalar(select(Decision.id).where(Decision.application_id == application.id))

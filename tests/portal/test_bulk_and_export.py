@@ -81,7 +81,7 @@ def test_bulk_change_without_javascript_redirects_back_with_a_message(staff, fac
 
 def test_send_decision_emits_the_event_and_shows_it(staff, factory, app):
     application = factory.application(staff.institution, decision="accepted")
-    response = staff.post(f"/applicants/{application.id}/send-decision", htmx=True)
+    response = staff.post(f"/applicants/{application.id}/send-decision", {"confirm": "y"}, htmx=True)
     assert response.status_code == 200 and "The decision “Accepted” was sent to the applicant" in _text(response)
     with app.app_context():
         event = db.session.scalars(select(Event).where(Event.type == "decision.sent")).one()

@@ -1,0 +1,71 @@
+"""What sending decisions will really do, said before it is done: per applicant, the decision and the channels
+that will carry it (the same rules as `core.messages.outbox.queue_decision_messages`: an email when the address
+is valid, an SMS only when SMS is configured and the phone is in international format)."""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+from core.db import db
+from core.messages.addresses import valid_email, valid_international_phone
+from core.messages.outbox import sms_enabled
+from core.models import Applicant, Application
+from core.scoping import InstitutionScope
+
+
+@dataclass(frozen=True)
+class PlannedSend:
+    application_id: str
+    name: str
+    decision: str
+    email: str | None  # the address the email goes to, None when there is no valid one
+    phone: str | None  # the number the SMS goes to, None when no SMS will be sent
+
+    @property
+    def channels(self) -> tuple[str, ...]:
+        return tuple(channel for channel, to in (("email", self.email), ("sms", self.phone)) if to)
+
+
+@dataclass(frozen=True)
+class SendPlan:
+    sends: list[PlannedSend]
+    sms_configured: bool
+
+    @property
+    def by_decision(self) -> list[tuple[str, int]]:
+        """(decision, how many), most frequent first."""
+        return Counter(send.decision for send in self.sends).most_common()
+
+    @property
+    def unreachable(self) -> list[PlannedSend]:
+        """Applicants no message will reach (no valid email, and no SMS)."""
+        return [send for send in self.sends if not send.channels]
+
+    def count(self, channel: str) -> int:
+        return sum(channel in send.channels for send in self.sends)
+
+
+def plan_decision_sends(scope: InstitutionScope, application_ids: Sequence[str],
+                        decision: str | None = None) -> SendPlan:
+    """The plan of sending the decision of each application (or `decision`, when the same change sets it),
+    in the order of `application_ids`; ids of other institutions are left out."""
+    with_sms = sms_enabled()
+    rows = db.session.execute(
+        scope.select(Application, Application.id, Application.decision, Applicant.first_name, Applicant.last_name,
+                     Applicant.email, Applicant.phone)
+        .join(Applicant, Applicant.id == Application.applicant_id)
+        .where(Application.id.in_(list(application_ids)))
+    ).all()
+    found = {row.id: row for row in rows}
+    sends = []
+    for application_id in application_ids:
+        row = found.get(application_id)
+        if row is None:
+            continue
+        sends.append(PlannedSend(
+            application_id=row.id, name=f"{row.first_name} {row.last_name}".strip(),
+            decision=decision or row.decision, email=row.email if valid_email(row.email) else None,
+            phone=row.phone if with_sms and valid_international_phone(row.phone) else None))
+    return SendPlan(sends=sends, sms_configured=with_sms)
