@@ -145,23 +145,20 @@ def applied(institution_id: str):
                    submitted_at=submitted_at)
 
 
-def _open_answer_link(token: str) -> tuple[Decision | None, ApplicantIdentity | None]:
+def _open_answer_link(token: str) -> tuple[Decision, ApplicantIdentity]:
     """The decision of an answer link and its institution's identity, in the applicant's language (unless
-    they pick another with ?lang=); (None, None) for a forged or expired link (`_link_refused` answers it)."""
-    try:
-        decision = decision_for_token(token)
-    except NotFound as error:
-        use_language(visitor_language(None))
-        g.refused_link = error.message
-        return None, None
+    they pick another with ?lang=). NotFound for a forged or expired link (`_link_refused` answers it)."""
+    decision = decision_for_token(token)
     institution = active_institution(InstitutionScope(decision.institution_id))
     use_language(request.args.get("lang") or decision.application.applicant.language
                  or institution.default_language)
     return decision, applicant_identity(institution)
 
 
-def _link_refused():
-    return _private(_render("public/link_refused.html", None, 404, message=g.refused_link))
+def _link_refused(error: NotFound):
+    """The 404 of a link that cannot be used, in the applicant layout (without an institution: none is known)."""
+    use_language(visitor_language(None))
+    return _private(_render("public/link_refused.html", None, 404, message=error.message))
 
 
 def _answerable(decision: Decision) -> bool:
@@ -181,9 +178,10 @@ def _decision_page(decision: Decision, identity: ApplicantIdentity, form: Decisi
 def respond_to_decision(token: str):
     """GET: the decision and the two choices (each a link to the confirmation step). POST: the confirmation
     itself, the only request that records an answer (the same answer again records nothing new)."""
-    decision, identity = _open_answer_link(token)
-    if decision is None:
-        return _link_refused()
+    try:
+        decision, identity = _open_answer_link(token)
+    except NotFound as error:
+        return _link_refused(error)
     form = DecisionResponseForm()
     if not form.is_submitted():
         return _decision_page(decision, identity, form)
@@ -213,9 +211,10 @@ def respond_to_decision(token: str):
 def confirm_decision_response(token: str):
     """The second step: the chosen answer in words, what happens next, a way back and the Confirm button.
     Showing it records nothing."""
-    decision, identity = _open_answer_link(token)
-    if decision is None:
-        return _link_refused()
+    try:
+        decision, identity = _open_answer_link(token)
+    except NotFound as error:
+        return _link_refused(error)
     if decision.response is not None:
         return _private(redirect(url_for("public.respond_to_decision", token=token,
                                          lang=request.args.get("lang"))))

@@ -30,13 +30,15 @@ MEASURE = """() => {
     const box = element.getBoundingClientRect();
     return element.checkVisibility() && box.width > 0 && box.height > 0;
   };
-  const describe = (element) => `${element.tagName.toLowerCase()} "${(element.innerText || element.value || '').trim().slice(0, 40)}"`;
+  const describe = (element) =>
+    `${element.tagName.toLowerCase()} "${(element.innerText || element.value || '').trim().slice(0, 40)}"`;
   const small = [...document.querySelectorAll('a, button, input, select, textarea')]
     .filter((element) => element.type !== 'hidden' && shown(element))
     .filter((element) => element.getBoundingClientRect().height < 44)
     .map((element) => `${describe(element)}: ${element.getBoundingClientRect().height}px`);
   const tiny = [...document.querySelectorAll('body *')]
-    .filter((element) => shown(element) && [...element.childNodes].some((node) => node.nodeType === 3 && node.textContent.trim()))
+    .filter((element) => shown(element)
+      && [...element.childNodes].some((node) => node.nodeType === 3 && node.textContent.trim()))
     .filter((element) => parseFloat(getComputedStyle(element).fontSize) < 16)
     .map((element) => `${describe(element)}: ${getComputedStyle(element).fontSize}`);
   return {scrollWidth: document.documentElement.scrollWidth, small, tiny};

@@ -98,6 +98,10 @@ def test_the_confirmation_step_names_the_choice_and_records_nothing(sources, cli
         assert f'<a class="btn btn-secondary" href="/decisions/respond/{token}">Go back</a>' in html
         assert f'action="/decisions/respond/{token}"' in html and 'name="response" value="declined"' in html
         assert "Confirm: Decline the offer</button>" in html and csrf_token(html)
+        # Switching the language keeps the chosen answer.
+        french = {f'href="/decisions/respond/{token}/confirm?{query}"'
+                  for query in ("response=declined&amp;lang=fr", "lang=fr&amp;response=declined")}
+        assert any(link in html for link in french)
         assert step.headers["Cache-Control"] == "no-store" and step.headers["Referrer-Policy"] == "no-referrer"
     assert decision_row(sources, decision_id).response is None and event_count(sources) == 0
 
