@@ -1,24 +1,32 @@
-"""Public pages without sign-in: the apply form and the applicant's accept/decline page for a decision."""
+"""Public pages without sign-in, in the institution's identity: the apply form, its confirmation, and the
+applicant's answer to a decision in two steps (choose, then confirm; only the confirmation records)."""
 from __future__ import annotations
 
-from flask import Blueprint, current_app, g, redirect, render_template, request, session, url_for
+import re
+from datetime import date, datetime
+
+from flask import Blueprint, abort, current_app, g, redirect, render_template, request, session, url_for
 from flask_babel import gettext, lazy_gettext
 from flask_wtf import FlaskForm
 from wtforms import SelectField, StringField
 from wtforms.validators import AnyOf, DataRequired, Length
 
 from core.applications.applying import ApplicantFields, active_institution, open_cycles, submit_application
-from core.audit.recording import AuditEntry
 from core.applications.decision_answers import ANSWERABLE_DECISIONS, RESPONSES, decision_for_token, record_decision_response
+from core.audit.recording import AuditEntry
 from core.config import settings
-from core.errors import Conflict, InvalidInput
+from core.errors import Conflict, InvalidInput, NotFound
 from core.i18n import LANGUAGES
+from core.institutions.identity import ApplicantIdentity, applicant_identity
+from core.models import Decision
 from core.scoping import InstitutionScope
+from core.timefmt import applicant_date, parse_utc
 from portal.i18n import use_language, visitor_language
 from portal.limiter import limiter
 
 public_bp = Blueprint("public", __name__)
 _SUBMITTED_KEY = "karibu_submitted_application"
+_COLOUR_FILE = re.compile(r"^[0-9a-f]{6}$")
 
 
 def _audit(action: str, institution_id: str, target: str) -> None:
@@ -31,9 +39,44 @@ def _public_form_limit() -> str:
     return settings().PUBLIC_FORM_RATE_LIMIT
 
 
+def _language_url(code: str) -> str:
+    """This page (its query kept, e.g. the chosen answer) in another language."""
+    return url_for(request.endpoint, **request.view_args, **{**request.args.to_dict(), "lang": code})
+
+
 @public_bp.context_processor
 def _languages() -> dict:
-    return {"public_languages": LANGUAGES}
+    return {"public_languages": LANGUAGES, "language_url": _language_url}
+
+
+def _render(template: str, identity: ApplicantIdentity | None, status: int = 200, **context):
+    """An applicant page in the institution's identity; `show_date` is the one date format applicants read."""
+    zone = identity.time_zone if identity is not None else "UTC"
+
+    def show_date(value: datetime | date) -> str:
+        return applicant_date(value, zone, g.page_language)
+
+    return current_app.make_response((render_template(template, identity=identity, show_date=show_date,
+                                                      **context), status))
+
+
+def _private(response):
+    """The answer link is the applicant's credential: keep every step out of caches and Referer headers."""
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    return response
+
+
+@public_bp.get("/applicant-colours/<colour>.css")
+def brand_colours(colour: str):
+    """The brand colour of an applicant page as a stylesheet (the CSP allows no inline style); the colour is
+    the file's name, so a new colour is a new URL and each file can be cached for good."""
+    if not _COLOUR_FILE.match(colour):
+        abort(404)
+    response = current_app.make_response(f":root {{ --brand: #{colour}; }}\n")
+    response.mimetype = "text/css"
+    response.headers["Cache-Control"] = "public, max-age=31536000, immutable"
+    return response
 
 
 class ApplyForm(FlaskForm):
@@ -81,11 +124,12 @@ def apply(institution_id: str):
         else:
             _audit("application.submit", institution.id, application.id)
             session[_SUBMITTED_KEY] = {"id": application.id, "email": application.applicant.email,
-                                       "language": form.language.data}
+                                       "language": form.language.data,
+                                       "submitted_at": application.submitted_at.isoformat()}
             return redirect(url_for("public.applied", institution_id=institution.id))
     elif form.is_submitted():
         status = 400
-    return render_template("public/apply.html", institution=institution, cycles=cycles, form=form), status
+    return _render("public/apply.html", applicant_identity(institution), status, cycles=cycles, form=form)
 
 
 @public_bp.get("/apply/<institution_id>/submitted")
@@ -96,39 +140,90 @@ def applied(institution_id: str):
         return redirect(url_for("public.apply", institution_id=institution.id))
     use_language(request.args.get("lang") or submitted.get("language")
                  or visitor_language(institution.default_language))
-    return render_template("public/applied.html", institution=institution, submitted=submitted)
+    submitted_at = parse_utc(submitted["submitted_at"]) if submitted.get("submitted_at") else None
+    return _render("public/applied.html", applicant_identity(institution), submitted=submitted,
+                   submitted_at=submitted_at)
+
+
+def _open_answer_link(token: str) -> tuple[Decision, ApplicantIdentity]:
+    """The decision of an answer link and its institution's identity, in the applicant's language (unless
+    they pick another with ?lang=). NotFound for a forged or expired link (`_link_refused` answers it)."""
+    decision = decision_for_token(token)
+    institution = active_institution(InstitutionScope(decision.institution_id))
+    use_language(request.args.get("lang") or decision.application.applicant.language
+                 or institution.default_language)
+    return decision, applicant_identity(institution)
+
+
+def _link_refused(error: NotFound):
+    """The 404 of a link that cannot be used, in the applicant layout (without an institution: none is known)."""
+    use_language(visitor_language(None))
+    return _private(_render("public/link_refused.html", None, 404, message=error.message))
+
+
+def _answerable(decision: Decision) -> bool:
+    return decision.sent_at is not None and decision.status in ANSWERABLE_DECISIONS
+
+
+def _decision_page(decision: Decision, identity: ApplicantIdentity, form: DecisionResponseForm,
+                   status: int = 200, notice: str | None = None):
+    """The first step (the decision and its two choices) or, once answered, the recorded answer."""
+    return _private(_render("public/decision.html", identity, status, decision=decision,
+                            application=decision.application, form=form, answerable=_answerable(decision),
+                            notice=notice))
 
 
 @public_bp.route("/decisions/respond/<token>", methods=["GET", "POST"])
 @limiter.limit(_public_form_limit, methods=["POST"])
 def respond_to_decision(token: str):
-    decision = decision_for_token(token)
-    institution = active_institution(InstitutionScope(decision.institution_id))
-    # The applicant's own language (chosen when applying) unless they pick another with ?lang=.
-    use_language(request.args.get("lang") or decision.application.applicant.language
-                 or institution.default_language)
+    """GET: the decision and the two choices (each a link to the confirmation step). POST: the confirmation
+    itself, the only request that records an answer (the same answer again records nothing new)."""
+    try:
+        decision, identity = _open_answer_link(token)
+    except NotFound as error:
+        return _link_refused(error)
     form = DecisionResponseForm()
-    answerable = decision.sent_at is not None and decision.status in ANSWERABLE_DECISIONS
-    status = 200
-    if form.validate_on_submit() and answerable:
-        try:
-            record_decision_response(decision.id, form.response.data)
-        except Conflict as error:
-            form.form_errors.append(error.message)
-            status = error.status
-            _audit(f"decision.respond.{form.response.data}", decision.institution_id, decision.id)
-        else:
-            _audit(f"decision.respond.{form.response.data}", decision.institution_id, decision.id)
-            return redirect(url_for("public.respond_to_decision", token=token, lang=request.args.get("lang")))
-    elif form.is_submitted():
-        form.form_errors.append(gettext("This decision cannot be answered here.") if not answerable
-                                else gettext("Choose accept or decline."))
-        status = 409 if not answerable else 400
-    response = current_app.make_response((render_template(
-        "public/decision.html", decision=decision, application=decision.application, institution=institution,
-        form=form,
-        answerable=answerable), status))
-    # The link itself is the applicant's credential: keep it out of caches and Referer headers.
-    response.headers["Cache-Control"] = "no-store"
-    response.headers["Referrer-Policy"] = "no-referrer"
-    return response
+    if not form.is_submitted():
+        return _decision_page(decision, identity, form)
+    if not _answerable(decision):
+        form.form_errors.append(gettext("This decision cannot be answered here."))
+        return _decision_page(decision, identity, form, 409)
+    if not form.validate():
+        form.form_errors.append(gettext("This page expired. Please open your link again and choose once more.")
+                                if form.csrf_token.errors else gettext("Choose one of the two answers."))
+        return _decision_page(decision, identity, form, 400)
+    answer = form.response.data
+    _audit(f"decision.respond.{answer}", decision.institution_id, decision.id)
+    try:
+        record_decision_response(decision.id, answer)
+    except Conflict:
+        if decision.response is not None:  # answered before (another tab, another answer): show that answer
+            notice = gettext("Your answer had already been recorded and cannot be changed from this link.")
+            return _decision_page(decision, identity, form, 409, notice=notice)
+        form.form_errors.append(gettext(
+            "This decision has been replaced by a newer one. Please use the link in the latest message from "
+            "%(institution)s.", institution=identity.name))
+        return _decision_page(decision, identity, form, 409)
+    return _private(redirect(url_for("public.respond_to_decision", token=token, lang=request.args.get("lang"))))
+
+
+@public_bp.get("/decisions/respond/<token>/confirm")
+def confirm_decision_response(token: str):
+    """The second step: the chosen answer in words, what happens next, a way back and the Confirm button.
+    Showing it records nothing."""
+    try:
+        decision, identity = _open_answer_link(token)
+    except NotFound as error:
+        return _link_refused(error)
+    if decision.response is not None:
+        return _private(redirect(url_for("public.respond_to_decision", token=token,
+                                         lang=request.args.get("lang"))))
+    form = DecisionResponseForm(data={"response": request.args.get("response")})
+    if not _answerable(decision):
+        form.form_errors.append(gettext("This decision cannot be answered here."))
+        return _decision_page(decision, identity, form, 409)
+    if form.response.data not in RESPONSES:
+        form.form_errors.append(gettext("Choose one of the two answers."))
+        return _decision_page(decision, identity, form, 400)
+    return _private(_render("public/confirm.html", identity, decision=decision, application=decision.application,
+                            form=form, response=form.response.data))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import func
 
@@ -38,6 +39,7 @@ class OpenCycle:
     id: str
     name: str
     programs: list[tuple[str, str]]  # (program id, name)
+    closes_at: datetime
 
 
 def open_cycles(scope: InstitutionScope) -> list[OpenCycle]:
@@ -45,8 +47,8 @@ def open_cycles(scope: InstitutionScope) -> list[OpenCycle]:
     now = utcnow()
     cycles = db.session.scalars(scope.select(Cycle).where(Cycle.opens_at <= now, Cycle.closes_at > now)
                                 .order_by(Cycle.closes_at, Cycle.name))
-    return [OpenCycle(cycle.id, cycle.name, [(program.id, program.name) for program in cycle.programs])
-            for cycle in cycles]
+    return [OpenCycle(cycle.id, cycle.name, [(program.id, program.name) for program in cycle.programs],
+                      cycle.closes_at) for cycle in cycles]
 
 
 def active_institution(scope: InstitutionScope) -> Institution:

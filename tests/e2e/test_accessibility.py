@@ -53,6 +53,7 @@ PUBLIC_PAGES = [
     "/try",
     "/apply/{institution}",
     "/decisions/respond/{decision_token}",
+    "/decisions/respond/{decision_token}/confirm?response=declined",
     "/no-such-page",  # the 404 page, signed out
 ]
 

@@ -8,13 +8,14 @@ import pytest
 from itsdangerous import URLSafeTimedSerializer
 from sqlalchemy import func, select
 
+from core.accounts.preferences import time_zone_of
 from core.applications.decision_answers import decision_response_token, record_decision_response_by_staff
 from core.errors import Conflict, NotFound
 from core.db import db
 from core.applications.history import Actor
 from core.models import Decision, Event, utcnow
 from core.scoping import InstitutionScope
-from core.timefmt import isoformat_z
+from core.timefmt import applicant_date, isoformat_z
 from tests.event_sources.conftest import (
     assert_written_and_delivered, audit_rows, csrf_token, events_of, subscribe,
 )
@@ -33,8 +34,15 @@ def make_decision(app, factory, institution, status: str = "accepted", sent: boo
         return decision.id, decision_response_token(decision)
 
 
+def confirm_page(client, token: str, response: str):
+    """The second step of the answer: showing it records nothing."""
+    return client.get(f"/decisions/respond/{token}/confirm?response={response}")
+
+
 def answer(client, token: str, response: str | None, with_csrf: bool = True, csrf_page: str | None = None):
-    page = client.get(csrf_page or f"/decisions/respond/{token}")
+    """Choose `response`, then confirm it (the POST of the confirmation page)."""
+    shown = response if response in ("accepted", "declined") else "accepted"
+    page = client.get(csrf_page or f"/decisions/respond/{token}/confirm?response={shown}")
     data = {"response": response} if response else {}
     if with_csrf:
         data["csrf_token"] = csrf_token(page.get_data(as_text=True))
@@ -48,21 +56,93 @@ def decision_row(app, decision_id: str) -> Decision:
         return row
 
 
+def shown_date(app, institution, value) -> str:
+    """A date as an English-reading applicant of the institution sees it."""
+    with app.app_context():
+        return applicant_date(value, time_zone_of(InstitutionScope(institution.id)), "en")
+
+
 def event_count(app) -> int:
     with app.app_context():
         return db.session.scalar(select(func.count()).select_from(Event))
 
 
-def test_page_shows_the_decision_and_two_buttons(sources, client, factory):
+def test_page_shows_the_decision_and_two_choices_that_record_nothing(sources, client, factory):
     institution = factory.institution("Makerere University")
-    _, token = make_decision(sources, factory, institution)
+    decision_id, token = make_decision(sources, factory, institution)
     response = client.get(f"/decisions/respond/{token}")
     html = response.get_data(as_text=True)
     assert response.status_code == 200
     assert "Grace" in html and "Makerere University" in html and "Accepted" in html
-    assert 'value="accepted"' in html and 'value="declined"' in html
+    assert f'href="/decisions/respond/{token}/confirm?response=accepted">Accept the offer</a>' in html
+    assert f'href="/decisions/respond/{token}/confirm?response=declined">Decline the offer</a>' in html
+    assert "<form" not in html and 'name="csrf_token"' not in html
     assert response.headers["Cache-Control"] == "no-store"
     assert response.headers["Referrer-Policy"] == "no-referrer"
+    assert decision_row(sources, decision_id).response is None and event_count(sources) == 0
+
+
+def test_the_confirmation_step_names_the_choice_and_records_nothing(sources, client, factory):
+    institution = factory.institution("Makerere University")
+    decision_id, token = make_decision(sources, factory, institution)
+    with sources.app_context():
+        application = db.session.get(Decision, decision_id).application
+        program, cycle = application.program.name, application.cycle.name
+    for _ in range(2):
+        step = confirm_page(client, token, "declined")
+        html = step.get_data(as_text=True)
+        assert step.status_code == 200
+        assert "Confirm your answer" in html and program in html and cycle in html
+        assert "<strong>Decline the offer</strong>" in html and "What happens next" in html
+        assert "it may be offered to someone else" in html
+        assert f'<a class="btn btn-secondary" href="/decisions/respond/{token}">Go back</a>' in html
+        assert f'action="/decisions/respond/{token}"' in html and 'name="response" value="declined"' in html
+        assert "Confirm: Decline the offer</button>" in html and csrf_token(html)
+        # Switching the language keeps the chosen answer.
+        french = {f'href="/decisions/respond/{token}/confirm?{query}"'
+                  for query in ("response=declined&amp;lang=fr", "lang=fr&amp;response=declined")}
+        assert any(link in html for link in french)
+        assert step.headers["Cache-Control"] == "no-store" and step.headers["Referrer-Policy"] == "no-referrer"
+    assert decision_row(sources, decision_id).response is None and event_count(sources) == 0
+
+
+@pytest.mark.parametrize("response", ["maybe", ""])
+def test_the_confirmation_step_needs_one_of_the_two_answers(sources, client, factory, response):
+    institution = factory.institution()
+    decision_id, token = make_decision(sources, factory, institution)
+    step = confirm_page(client, token, response)
+    assert step.status_code == 400 and "Choose one of the two answers." in step.get_data(as_text=True)
+    assert decision_row(sources, decision_id).response is None and event_count(sources) == 0
+
+
+def test_waitlisted_applicants_choose_to_stay_or_withdraw(sources, client, factory):
+    institution = factory.institution()
+    decision_id, token = make_decision(sources, factory, institution, status="waitlisted")
+    html = client.get(f"/decisions/respond/{token}").get_data(as_text=True)
+    assert "Do you want to stay on the waiting list?" in html
+    assert ">Stay on the waiting list</a>" in html and ">Withdraw my application</a>" in html
+    assert "accept it" not in html and "Accept the offer" not in html
+    confirm = confirm_page(client, token, "declined").get_data(as_text=True)
+    assert "<strong>Withdraw my application</strong>" in confirm and "you leave the waiting list" in confirm
+    assert answer(client, token, "declined").status_code == 302
+    after = client.get(f"/decisions/respond/{token}").get_data(as_text=True)
+    responded_at = decision_row(sources, decision_id).responded_at
+    assert f"You withdrew your application on {shown_date(sources, institution, responded_at)}." in after
+
+
+def test_a_double_submitted_confirmation_records_one_answer(sources, client, factory):
+    institution = factory.institution()
+    decision_id, token = make_decision(sources, factory, institution)
+    html = confirm_page(client, token, "accepted").get_data(as_text=True)
+    form = {"response": "accepted", "csrf_token": csrf_token(html)}
+    first = client.post(f"/decisions/respond/{token}", data=form)
+    second = client.post(f"/decisions/respond/{token}", data=form)  # a double click, or the POST replayed
+    assert first.status_code == second.status_code == 302
+    assert len(events_of(sources, institution, "decision.responded")) == 1
+    # Back to the confirmation page after answering: it shows the recorded answer instead.
+    back = confirm_page(client, token, "declined")
+    assert back.status_code == 302 and back.headers["Location"].endswith(f"/decisions/respond/{token}")
+    assert decision_row(sources, decision_id).response == "accepted"
 
 
 @pytest.mark.parametrize("choice", ["accepted", "declined"])
@@ -82,8 +162,9 @@ def test_answering_writes_the_response_event_and_delivery(sources, client, facto
     assert_written_and_delivered(sources, institution, "decision.responded", expected, secret, receiver)
 
     after = client.get(response.headers["Location"]).get_data(as_text=True)
-    assert f"You {choice} this decision" in after and 'value="declined"' not in after
-    assert "Thank you." in after
+    words = {"accepted": "You accepted the offer", "declined": "You declined the offer"}[choice]
+    assert f"{words} on {shown_date(sources, institution, decision.responded_at)}." in after
+    assert "To change your answer, contact" in after and "confirm?response=" not in after
 
 
 def test_same_answer_again_is_idempotent_and_a_different_one_is_refused(sources, client, factory):
@@ -97,7 +178,9 @@ def test_same_answer_again_is_idempotent_and_a_different_one_is_refused(sources,
     assert answer(client, token, "accepted", csrf_page=other_form).status_code == 302
     changed = answer(client, token, "declined", csrf_page=other_form)
     assert changed.status_code == 409
-    assert "already accepted; the answer cannot be changed" in changed.get_data(as_text=True)
+    shown = changed.get_data(as_text=True)
+    assert "Your answer had already been recorded and cannot be changed from this link." in shown
+    assert "You accepted the offer on" in shown
     again = decision_row(sources, decision_id)
     assert (again.response, again.responded_at) == ("accepted", first.responded_at)
     assert len(events_of(sources, institution, "decision.responded")) == 1
@@ -113,7 +196,8 @@ def test_unsent_or_rejected_decisions_cannot_be_answered(sources, client, factor
     institution = factory.institution()
     decision_id, token = make_decision(sources, factory, institution, status=status, sent=sent)
     page = client.get(f"/decisions/respond/{token}").get_data(as_text=True)
-    assert "There is nothing to answer" in page and 'value="accepted"' not in page
+    assert "There is nothing to answer" in page and "confirm?response=" not in page
+    assert confirm_page(client, token, "accepted").status_code == 409
     # The page offers no form; a hand-made POST with the session's valid CSRF token is refused all the same.
     refused = answer(client, token, "accepted", csrf_page=f"/apply/{institution.id}")
     assert refused.status_code == 409

@@ -92,7 +92,7 @@ def test_the_decision_response_token_never_reaches_the_audit_table(app, client, 
     if value_patterns == "off":
         monkeypatch.setattr(core.audit.recording, "_SECRET_VALUE", re.compile(r"(?!)"))
     institution, decision_id, token = sent_decision
-    page = client.get(f"/decisions/respond/{token}").get_data(as_text=True)
+    page = client.get(f"/decisions/respond/{token}/confirm?response=accepted").get_data(as_text=True)
     answered = client.post(f"/decisions/respond/{token}",
                            data={"response": "accepted", "csrf_token": _CSRF_INPUT.search(page).group(1)})
     assert answered.status_code == 302

@@ -54,9 +54,11 @@ def test_the_applicant_accepts_through_the_emailed_link(live, mail_app, smtp, re
     applicant = requests.Session()
     page = applicant.get(link, timeout=10)
     assert page.status_code == 200 and "Waitlisted" in page.text and "BSc Agriculture" in page.text
-    answered = applicant.post(link, data={"response": "accepted", "csrf_token": csrf_token(page.text)},
+    step = applicant.get(link + "/confirm", params={"response": "accepted"}, timeout=10)
+    assert step.status_code == 200 and "<strong>Stay on the waiting list</strong>" in step.text
+    answered = applicant.post(link, data={"response": "accepted", "csrf_token": csrf_token(step.text)},
                               timeout=10, allow_redirects=True)
-    assert answered.status_code == 200 and "accepted this decision" in answered.text
+    assert answered.status_code == 200 and "You chose to stay on the waiting list on" in answered.text
 
     run_worker(mail_app)  # webhook deliveries
     bodies = {body["type"]: body for body in (verify(secret, r.headers, r.body, time.time())
