@@ -110,7 +110,8 @@ class _DecisionMessages:
     def _institution(self, institution: Institution):
         if institution.id not in self._institutions:
             identity = applicant_identity(institution)
-            self._institutions[institution.id] = (identity, _logo_size(institution.logo),
+            logo_size = _logo_size(institution.logo) if identity.logo_digest else None  # the logo is deferred
+            self._institutions[institution.id] = (identity, logo_size,
                                                   *applicant_sender(identity, self.config))
         return self._institutions[institution.id]
 
@@ -139,10 +140,9 @@ class _DecisionMessages:
         return self._templates.sms(shared, personal)
 
 
-def _logo_size(logo: bytes | None) -> tuple[int, int] | None:
-    """(width, height) of the logo shown LOGO_HEIGHT high (narrower if it would be wider than LOGO_MAX_WIDTH)."""
-    if not logo:
-        return None
+def _logo_size(logo: bytes) -> tuple[int, int]:
+    """(width, height) of the logo shown LOGO_HEIGHT high (lower if it would be wider than LOGO_MAX_WIDTH); the
+    HTML gives both, so mail clients keep the layout while images are off."""
     with Image.open(io.BytesIO(logo)) as image:
         width, height = image.size
     shown_width = max(1, round(LOGO_HEIGHT * width / height))

@@ -21,7 +21,9 @@ from core.db import db
 from core.errors import InvalidInput, NotFound
 from core.institutions.identity import set_logo, update_identity
 from core.messages.log import resend_message, set_default_language
+from core.messages import outbox
 from core.messages.outbox import preview_decision_email
+from core.messages.render import render_email
 from core.models.messages import Message
 from core.scoping import InstitutionScope
 from tests.conftest import app_config
@@ -168,6 +170,30 @@ def test_the_branded_email_in_french_and_swahili(branded, smtp, factory, languag
     for words in expected:
         assert words in text, words
     assert f'<html lang="{language}">' in html and VALID_UNTIL[language] in html
+
+
+def test_a_bulk_send_renders_once_per_language_and_fills_in_each_applicant(branded, smtp, factory, monkeypatch):
+    renders = []
+
+    def counted(template, language, context, **options):
+        renders.append((template, language))
+        return render_email(template, language, context, **options)
+    monkeypatch.setattr(outbox, "render_email", counted)
+    institution, key, program, cycle, _ = _university(factory, branded)
+    names = ["Aline", "Brian", "Chantal", "Daudi", "Esther"]
+    applications = [factory.application(institution, program=program, cycle=cycle, first_name=name,
+                                        email=f"{name.lower()}@example.com", language="fr" if name < "C" else "en")
+                    for name in names]
+    assert send_decisions(branded.test_client(), key, [a.id for a in applications]).status_code == 200
+    assert sorted(renders) == [("decision", "en"), ("decision", "fr")]
+    run_message_worker(branded)
+    texts = {r.recipients[0]: r.message.get_body(("plain",)).get_content() for r in smtp.received}
+    links = {re.search(r"\S+/decisions/respond/\S+", text).group(0) for text in texts.values()}
+    assert len(links) == 5
+    for name in names:
+        text = texts[f"{name.lower()}@example.com"]
+        assert text.startswith(f"{'Bonjour' if name < 'C' else 'Dear'} {name},")
+        assert "admissions@ur.ac.rw" in text and "KK 737 St, Kigali, Rwanda" in text
 
 
 def test_an_old_row_without_a_sender_is_resent_from_the_platform(branded, smtp, factory):
