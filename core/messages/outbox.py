@@ -294,9 +294,9 @@ def _row(message_id: str, decision: Decision, channel: str, recipient: str, lang
         "id": message_id, "institution_id": decision.institution_id, "application_id": decision.application_id,
         "decision_id": decision.id, "channel": channel, "recipient": header_safe(recipient, 254),
         "recipient_name": header_safe(recipient_name), "template": DECISION_TEMPLATE, "language": language,
-        "subject": header_safe(subject, 300), "sender": sender, "reply_to": reply_to, "body_text": body_text, "body_html": body_html,
-        "message_id_header": message_id_header, "status": "failed" if problem else "queued", "attempts": 0,
-        "next_attempt_at": None if problem else now, "lease_token": None, "lease_expires_at": None,
+        "subject": header_safe(subject, 300), "sender": sender, "reply_to": reply_to, "body_text": body_text,
+        "body_html": body_html, "message_id_header": message_id_header, "status": "failed" if problem else "queued",
+        "attempts": 0, "next_attempt_at": None if problem else now, "lease_token": None, "lease_expires_at": None,
         "last_error": problem, "provider_id": None, "sent_at": None, "created_at": now, "updated_at": now,
     }
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import io
 import re
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import dkim
 import pytest
