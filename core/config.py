@@ -137,6 +137,14 @@ class Settings(BaseModel):
     MAIL_DEFAULT_SENDER: str = "Karibu <no-reply@karibu.localhost>"
     # Seconds an SMTP connection or command may take before the attempt counts as a temporary failure.
     MAIL_TIMEOUT: float = 15.0
+    # Comma-separated domains whose addresses may be the From address of an institution's applicant emails (exact
+    # domain, case-insensitive; "" = always MAIL_DEFAULT_SENDER's address, with the institution's name).
+    MAIL_ALLOWED_SENDER_DOMAINS: str = ""
+    # DKIM: every email is signed (rsa-sha256, relaxed/relaxed) when all three are set; none set = no signature.
+    # The key file is a PEM RSA private key (PKCS#1 or PKCS#8), checked at start-up (core/messages/signing.py).
+    MAIL_DKIM_DOMAIN: str = ""
+    MAIL_DKIM_SELECTOR: str = ""
+    MAIL_DKIM_PRIVATE_KEY_FILE: str = ""
     # SMS: SMS_PROVIDER=africastalking turns it on ("" = no SMS).
     SMS_PROVIDER: str = ""
     AFRICASTALKING_USERNAME: str = ""
@@ -238,6 +246,9 @@ def check_startup_settings(config: Settings) -> None:
                 f"OIDC is enabled (OIDC_JWKS_URL is set) but {' and '.join(missing)} "
                 f"{'is' if len(missing) == 1 else 'are'} empty: tokens of any issuer or audience signed by "
                 "that key set would be accepted. Set OIDC_ISSUER and OIDC_AUDIENCE, or unset OIDC_JWKS_URL.")
+    # Imported here: core.messages reads its settings from this module.
+    from core.messages.signing import dkim_signer
+    dkim_signer(config)  # a half-configured DKIM or an unusable key file stops the start
 
 
 class SettingsConfig(Config):

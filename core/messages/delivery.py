@@ -7,6 +7,9 @@ a due message at a time, and a killed worker's lease lapses so the sweep can han
 worker never starts a send once its lease could have lapsed, so two sends of one message never overlap. A crash
 between the server's acceptance and the recording of it means one more send later (at least once); every
 attempt carries the same Message-ID, so mail clients show it once.
+
+The DKIM key is read once per drain (core/messages/signing.py); while it is unusable, every email is a temporary
+failure whose error names the setting to correct, and nothing goes out unsigned.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from core.config import settings
 from core.db import db
 from core.messages.runtime import runtime
 from core.messages.schedule import SCHEDULE
+from core.messages.signing import DkimKeyError, dkim_signer
 from core.messages.transports import AfricasTalkingTransport, Outcome, SmtpTransport
 from core.models.messages import SENDABLE_MESSAGE_STATUSES, Message
 from core.outbox.drain import PERMANENT, SUCCEEDED, TEMPORARY, Drain, DrainResult
@@ -54,6 +58,8 @@ class _Claimed:
     channel: str
     recipient: str
     recipient_name: str
+    sender: str | None
+    reply_to: str | None
     subject: str
     body_text: str
     body_html: str | None
@@ -70,7 +76,12 @@ class Transports:
 
     def __init__(self):
         config = settings()
-        self._connections: list[SmtpTransport] = [SmtpTransport(config) for _ in range(SENDER_CONNECTIONS)]
+        try:
+            signer, self.signing_error = dkim_signer(config), None
+        except DkimKeyError as error:
+            signer, self.signing_error = None, str(error)
+            log.error("emails are not sent: %s", error)
+        self._connections: list[SmtpTransport] = [SmtpTransport(config, signer) for _ in range(SENDER_CONNECTIONS)]
         self._idle: queue.SimpleQueue[SmtpTransport] = queue.SimpleQueue()
         for connection in self._connections:
             self._idle.put(connection)
@@ -79,9 +90,12 @@ class Transports:
     def send(self, message: _Claimed) -> Outcome:
         if message.channel == "sms":
             return self.sms.send(recipient=message.recipient, text=message.body_text)
+        if self.signing_error:
+            return Outcome.temporary(self.signing_error)
         connection = self._idle.get()
         try:
             return connection.send(recipient=message.recipient, recipient_name=message.recipient_name,
+                                   sender=message.sender, reply_to=message.reply_to,
                                    subject=message.subject, text=message.body_text, html=message.body_html,
                                    message_id=message.message_id_header or f"<{message.id}@karibu.localhost>")
         finally:
@@ -104,7 +118,8 @@ class _MessageDrain(Drain):
     def load(self, ids: list[str], lease_expires: datetime) -> list[_Claimed]:
         deadline = lease_expires - timedelta(seconds=settings().MAIL_TIMEOUT * 4)
         rows = db.session.execute(
-            select(Message.id, Message.channel, Message.recipient, Message.recipient_name, Message.subject,
+            select(Message.id, Message.channel, Message.recipient, Message.recipient_name, Message.sender,
+                   Message.reply_to, Message.subject,
                    Message.body_text, Message.body_html, Message.message_id_header, Message.attempts + 1)
             .where(Message.id.in_(ids)).order_by(Message.next_attempt_at, Message.created_at)
         ).all()

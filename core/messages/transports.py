@@ -3,6 +3,10 @@
 Each send returns an `Outcome`: sent (with the provider's id), a temporary failure (connection refused,
 timeout, SMTP 4xx, gateway 5xx: retried) or a permanent one (SMTP 5xx, a refused address: `failed`). The
 server's own answer is kept as the error text.
+
+An email's From and Reply-To are the message row's (an applicant email carries its institution's name, and its
+contact as Reply-To); the SMTP envelope sender is always the platform's MAIL_DEFAULT_SENDER address, so bounces
+reach the operator. With DKIM configured, the bytes sent are the signed ones (core/messages/signing.py).
 """
 from __future__ import annotations
 
@@ -13,10 +17,12 @@ from dataclasses import dataclass
 from email.message import EmailMessage
 from email.utils import formatdate
 
+import dkim
 import requests
 
 from core.config import Settings
 from core.messages.addresses import address_of, mailbox, valid_email
+from core.messages.signing import DkimSigner
 
 AFRICASTALKING_LIVE_URL = "https://api.africastalking.com/version1/messaging"
 AFRICASTALKING_SANDBOX_URL = "https://api.sandbox.africastalking.com/version1/messaging"
@@ -54,11 +60,13 @@ def _by_code(code: int, answer: str) -> Outcome:
 
 
 def build_email(*, sender: str, recipient: str, recipient_name: str, subject: str, text: str, html: str | None,
-                message_id: str) -> EmailMessage:
+                message_id: str, reply_to: str | None = None) -> EmailMessage:
     """A multipart/alternative email (plain text and HTML) with its own Message-ID; the headers come from
     header-safe values only (the email package also refuses any CR/LF in a header value)."""
     email = EmailMessage()
     email["From"] = sender
+    if reply_to:
+        email["Reply-To"] = reply_to
     email["To"] = mailbox(recipient_name, recipient)
     email["Subject"] = subject
     email["Date"] = formatdate(usegmt=True)
@@ -71,10 +79,12 @@ def build_email(*, sender: str, recipient: str, recipient_name: str, subject: st
 
 
 class SmtpTransport:
-    """One SMTP connection, opened on first use and kept for the whole drain (closed by `close`)."""
+    """One SMTP connection, opened on first use and kept for the whole drain (closed by `close`); `signer` signs
+    every email it sends (None: DKIM off)."""
 
-    def __init__(self, config: Settings):
+    def __init__(self, config: Settings, signer: DkimSigner | None = None):
         self.config = config
+        self.signer = signer
         self._connection: smtplib.SMTP | None = None
 
     def _connect(self) -> smtplib.SMTP:
@@ -110,21 +120,32 @@ class SmtpTransport:
             self._connection = None
 
     def send(self, *, recipient: str, recipient_name: str, subject: str, text: str, html: str | None,
-             message_id: str) -> Outcome:
+             message_id: str, sender: str | None = None, reply_to: str | None = None) -> Outcome:
+        """Send one email From `sender` (None: MAIL_DEFAULT_SENDER, e.g. staff emails and rows written before
+        senders were stored) with `reply_to` (None: no Reply-To)."""
         if not self.config.MAIL_SERVER:
             return Outcome.temporary("Email is not configured: MAIL_SERVER is empty.")
         if not valid_email(recipient):
             return Outcome.refused("Not a valid email address; nothing was sent.")
+        envelope_sender = address_of(self.config.MAIL_DEFAULT_SENDER)
+        # Non-ASCII addresses need SMTPUTF8 and UTF-8 headers; anything else goes as plain ASCII.
+        international = not all(address.isascii() for address in (envelope_sender, recipient, reply_to or ""))
         try:
-            email = build_email(sender=self.config.MAIL_DEFAULT_SENDER, recipient=recipient,
+            email = build_email(sender=sender or self.config.MAIL_DEFAULT_SENDER, recipient=recipient,
                                 recipient_name=recipient_name, subject=subject, text=text, html=html,
-                                message_id=message_id)
+                                message_id=message_id, reply_to=reply_to)
+            data = email.as_bytes(policy=email.policy.clone(linesep="\r\n", utf8=international))
         except ValueError as error:  # a header the email package refuses to write
             return Outcome.refused(f"Could not build the email: {error}")
+        if self.signer is not None:
+            try:
+                data = self.signer.sign(data)
+            except dkim.DKIMException as error:
+                return Outcome.refused(f"Could not sign the email (DKIM): {error}")
         try:
             if self._connection is None:
                 self._connection = self._connect()
-            return self._transaction(self._connection, email, recipient)
+            return self._transaction(self._connection, envelope_sender, recipient, data, international)
         except smtplib.SMTPAuthenticationError as error:
             self._drop()
             return Outcome.temporary(f"SMTP sign-in refused: {_smtp_text(error.smtp_code, error.smtp_error)}")
@@ -137,16 +158,15 @@ class SmtpTransport:
             return Outcome.temporary(f"SMTP connection to {self.config.MAIL_SERVER}:{self.config.MAIL_PORT} "
                                      f"{kind}: {error.__class__.__name__}: {error}")
 
-    def _transaction(self, connection: smtplib.SMTP, email: EmailMessage, recipient: str) -> Outcome:
+    def _transaction(self, connection: smtplib.SMTP, sender: str, recipient: str, data: bytes,
+                     international: bool) -> Outcome:
         """MAIL, RCPT, DATA one by one, so that each refusal keeps its code and the final answer (the
-        server's queue id) is kept as the provider id."""
-        sender = address_of(self.config.MAIL_DEFAULT_SENDER)
-        if not (sender.isascii() and recipient.isascii()):
-            connection.send_message(email, from_addr=sender, to_addrs=[recipient])  # SMTPUTF8 when needed
-            return Outcome(True)
-        steps = ((lambda: connection.mail(sender), (250,)),
+        server's queue id) is kept as the provider id. `data` goes as it is (signed: not one byte may change).
+        smtplib raises SMTPNotSupportedError when SMTPUTF8 is needed and the server does not offer it."""
+        options = ("SMTPUTF8", "BODY=8BITMIME") if international else ()
+        steps = ((lambda: connection.mail(sender, options), (250,)),
                  (lambda: connection.rcpt(recipient), (250, 251)),
-                 (lambda: connection.data(email.as_bytes(policy=email.policy.clone(linesep="\r\n"))), (250,)))
+                 (lambda: connection.data(data), (250,)))
         for step, accepted in steps:
             code, answer = step()
             if code not in accepted:

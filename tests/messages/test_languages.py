@@ -42,9 +42,10 @@ def test_the_french_catalogue_renders_the_decision_email(mail_app, smtp, factory
     text = email.get_body(("plain",)).get_content()
     assert text.startswith("Bonjour Aline,")
     assert "Décision : Admis(e)" in text and "Une place vous est offerte." in text
-    assert "Ce lien est personnel et reste valable 60 jours." in text
+    assert re.search(r"Ce lien est personnel et reste valable jusqu'au \d{1,2} \w+ \d{4}\.", text)
+    assert "Merci de nous dire si vous acceptez ou refusez l'offre." in text
     html = email.get_body(("html",)).get_content()
-    assert '<html lang="fr">' in html and "Répondre à la décision" in html
+    assert '<html lang="fr">' in html and "Accepter ou refuser l&#39;offre" in html
     assert all_messages(mail_app)[0].language == "fr"
 
 
@@ -55,7 +56,8 @@ def test_the_swahili_catalogue_renders_the_email_for_an_institution_that_default
     assert email["Subject"] == "Université du Burundi: uamuzi wa udahili wako wa Médecine"
     text = email.get_body(("plain",)).get_content()
     assert text.startswith("Mpendwa Aline,") and "Uamuzi: Orodha ya kusubiri" in text
-    assert "Kiungo hiki ni chako binafsi na kitatumika kwa siku 60." in text
+    assert re.search(r"Kiungo hiki ni chako binafsi na kitatumika hadi \d{1,2} \w+ \d{4}\.", text)
+    assert "Tafadhali tuambie kama unataka kubaki kwenye orodha ya kusubiri au kujiondoa." in text
     assert all_messages(mail_app)[0].language == "sw"
 
 

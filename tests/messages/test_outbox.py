@@ -32,7 +32,9 @@ def test_a_sent_decision_is_emailed_once_with_both_parts_and_its_own_message_id(
     assert received.recipients == ["aimee@example.com"]
     email = received.message
     assert email["To"] == "Aimée Uwase <aimee@example.com>"
-    assert email["From"] == "Admissions <admissions@karibu.test>"
+    # the institution's name on the platform's address; no contact address, so no Reply-To
+    assert email["From"] == "Kigali Institute of Health <admissions@karibu.test>" and email["Reply-To"] is None
+    assert received.mail_from == "admissions@karibu.test"
     assert email["Message-ID"] == queued.message_id_header
     assert re.fullmatch(r"<msg_[A-Za-z0-9]{20}@karibu\.test>", email["Message-ID"])
     assert "Kigali Institute of Health" in email["Subject"] and "BSc Nursing" in email["Subject"]
