@@ -26,6 +26,7 @@ from portal import (  # noqa: F401
     cycles,
     dashboard,
     decision_answers,
+    decision_previews,
     keys,
     messages,
     preferences,

@@ -3,10 +3,11 @@ applicant's answer to a decision in two steps (choose, then confirm; only the co
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import date, datetime
 
 from flask import Blueprint, abort, current_app, g, redirect, render_template, request, session, url_for
-from flask_babel import gettext, lazy_gettext
+from flask_babel import gettext, lazy_gettext, refresh
 from flask_wtf import FlaskForm
 from wtforms import SelectField, StringField
 from wtforms.validators import AnyOf, DataRequired, Length
@@ -18,7 +19,7 @@ from core.config import settings
 from core.errors import Conflict, InvalidInput, NotFound
 from core.i18n import LANGUAGES
 from core.institutions.identity import ApplicantIdentity, applicant_identity
-from core.models import Decision
+from core.models import Decision, utcnow
 from core.scoping import InstitutionScope
 from core.timefmt import applicant_date, parse_utc
 from portal.i18n import use_language, visitor_language
@@ -171,6 +172,31 @@ def _decision_page(decision: Decision, identity: ApplicantIdentity, form: Decisi
     return _private(_render("public/decision.html", identity, status, decision=decision,
                             application=decision.application, form=form, answerable=_answerable(decision),
                             notice=notice))
+
+
+def answer_page_preview(application, decision_status: str, language: str):
+    """The first step of the answer page exactly as the applicant of `application` will see it once
+    `decision_status` is sent, for staff: rendered from the same template, in `language`, with its two choices
+    inert (a preview records nothing and carries no usable link)."""
+    institution = active_institution(InstitutionScope(application.institution_id))
+    use_language(language)
+    refresh()
+    decision = PreviewDecision(status=decision_status, sent_at=utcnow(), application=application)
+    return _private(_render("public/decision.html", applicant_identity(institution), decision=decision,
+                            application=application, form=DecisionResponseForm(formdata=None),
+                            answerable=_answerable(decision), preview=True, public_languages=LANGUAGES,
+                            language_url=lambda code: url_for(request.endpoint, **request.view_args,
+                                                              **{**request.args.to_dict(), "lang": code})))
+
+
+@dataclass(frozen=True)
+class PreviewDecision:
+    """A decision as it will be once sent and not yet answered (never stored)."""
+    status: str
+    sent_at: datetime
+    application: object
+    response: None = None
+    responded_at: None = None
 
 
 @public_bp.route("/decisions/respond/<token>", methods=["GET", "POST"])

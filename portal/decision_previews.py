@@ -1,0 +1,68 @@
+"""Staff preview, from the applicant's file, of what sending a decision will put in front of the applicant: the
+email (rendered by the code that writes the real one) and the answer page (its template), in the applicant's
+language. Nothing is written, sent or answerable."""
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from flask import g, make_response, request
+
+from core.applications.applicant_file import applicant_file
+from core.config import settings
+from core.errors import InvalidInput
+from core.i18n import supported_language
+from core.messages.outbox import preview_decision_email
+from core.models import Application
+from portal import bp
+from portal.applicant_timeline import DECISION_LABELS
+from portal.messages import EMAIL_PREVIEW_POLICY
+from portal.public import answer_page_preview
+from portal.rendering import render_page
+from portal.security import audit, staff_required
+
+
+def _previewed_decision(application_id: str) -> str:
+    """`?decision=` when given, else the application's current decision."""
+    decision = request.args.get("decision") or applicant_file(g.scope, application_id).record["application"]["decision"]
+    if decision not in DECISION_LABELS or decision == "none":
+        raise InvalidInput("Set a decision first: there is nothing to preview.", parameter="decision")
+    return decision
+
+
+def _image_sources() -> str:
+    """Where the preview may load images from: this site and the public address the email's logo points to."""
+    public = urlsplit(settings().PUBLIC_BASE_URL)
+    return f"img-src data: 'self' {public.scheme}://{public.netloc}" if public.netloc else "img-src data: 'self'"
+
+
+@bp.get("/applicants/<application_id>/preview/email")
+@staff_required
+def applicant_email_preview(application_id: str):
+    decision = _previewed_decision(application_id)
+    preview = preview_decision_email(g.scope, application_id, decision)
+    audit("decision.preview", application_id)
+    return render_page("applicants/email_preview.html", preview=preview, application_id=application_id,
+                       decision=decision, decision_label=DECISION_LABELS[decision])
+
+
+@bp.get("/applicants/<application_id>/preview/email.html")
+@staff_required
+def applicant_email_preview_html(application_id: str):
+    """The HTML part on a page of its own, under the sandboxing policy of sent messages' HTML."""
+    preview = preview_decision_email(g.scope, application_id, _previewed_decision(application_id))
+    response = make_response(preview.html)
+    response.mimetype = "text/html"
+    response.headers["Content-Security-Policy"] = EMAIL_PREVIEW_POLICY.replace("img-src data:", _image_sources())
+    response.headers["Referrer-Policy"] = "no-referrer"
+    return response
+
+
+@bp.get("/applicants/<application_id>/preview/answer-page")
+@staff_required
+def applicant_answer_page_preview(application_id: str):
+    decision = _previewed_decision(application_id)
+    application = g.scope.require(Application, application_id, "Application")
+    language = (supported_language(request.args.get("lang")) or supported_language(application.applicant.language)
+                or g.scope.institution().default_language)
+    audit("decision.preview", application_id)
+    return answer_page_preview(application, decision, language)
