@@ -100,7 +100,7 @@ def test_export_holds_every_kind_of_record_of_one_applicant_and_nothing_of_anoth
     assert admin.get(f"/applicants/{other.id}").status_code == 200
     archive = _export(app, institution, canary.id, tmp_path)
     document = json.loads(archive.read("applicant.json"))
-    assert document["format"] == "karibu.applicant-export.v1"
+    assert document["format"] == "karibu.applicant-export.v2"
     assert document["applicant"]["first_name"] == CANARY_FIRST and document["applicant"]["phone"] == CANARY_PHONE
     [application] = document["applications"]
     assert application["id"] == canary.id
