@@ -24,6 +24,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from datetime import date, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -57,8 +58,8 @@ MIN_LINKING_PHONE_DIGITS = 7
 MAX_REASON = 500
 _PHONE_SEPARATORS = " -().\t"
 _LETTERS = re.compile(r"[^\W\d_]+")
-# A query value that reads like a typed search: letters, spaces, apostrophes, hyphens and dots only (not an id).
-_SEARCH_WORDS = re.compile(r"^[^\W\d_]+(?:[\s'.\-]+[^\W\d_]+)*[\s'.\-]*$")
+# Query parameters that carry text typed to find someone (the list's and the API's `q`, and the like).
+SEARCH_PARAMETERS = frozenset({"q", "query", "search", "name", "first_name", "last_name", "email", "phone"})
 
 
 def normalized_email(email: str | None) -> str:
@@ -80,9 +81,9 @@ def _normalized_phone_column():
 
 @dataclass(frozen=True)
 class PersonMarks:
-    """What names the person in free text. `terms`: lower-cased names (whole, each part of 3+ letters, also
-    accent-free), emails and phone numbers; `word_sources`: name parts and email local parts, which a partial
-    search may be cut from."""
+    """What names the person in free text. `terms`: lower-cased names (whole, and each part of 3+ letters, also
+    accent-free), emails and phone numbers (as typed, normalized, digits only), each matched as a whole word;
+    `word_sources`: name parts and email local parts, which a partial search may be cut from."""
     terms: tuple[str, ...]
     word_sources: tuple[str, ...]
 
@@ -91,6 +92,8 @@ class PersonMarks:
         terms: set[str] = set()
         sources: set[str] = set()
         for applicant in applicants:
+            if applicant.erased_at is not None:
+                continue  # a tombstone names nobody
             first, last = (applicant.first_name or "").strip(), (applicant.last_name or "").strip()
             for name in (first, last, f"{first} {last}"):
                 terms.update({name.lower(), fold(name)})
@@ -103,7 +106,7 @@ class PersonMarks:
             sources.update(word for word in _LETTERS.findall(local_part) if len(word) >= MIN_SCRUBBED_TERM)
             phone = normalized_phone(applicant.phone)
             if phone:
-                terms.update({phone, (applicant.phone or "").strip().lower()})
+                terms.update({phone, phone.lstrip("+"), (applicant.phone or "").strip().lower()})
         kept = {term for term in terms if len(term) >= MIN_SCRUBBED_TERM}
         return cls(terms=tuple(sorted(kept, key=len, reverse=True)),  # longest first: full name before parts
                    word_sources=tuple(sorted(sources)))
@@ -114,6 +117,14 @@ class PersonMarks:
                  for form in (term, quote(term, safe=""), quote_plus(term, safe=""))}
         return sorted(forms, key=len, reverse=True)
 
+    @cached_property
+    def _pattern(self) -> re.Pattern | None:
+        """Any variant as a whole word (no letter or digit on either side): `ann` is not in `planning`."""
+        if not self.terms:
+            return None
+        alternatives = "|".join(re.escape(variant) for variant in self.variants())
+        return re.compile(rf"(?<![^\W_])(?:{alternatives})(?![^\W_])", re.IGNORECASE)
+
     def search_trigrams(self) -> set[str]:
         """Every 3-letter piece of the word sources: a stored query holding a partial search has one."""
         return {source[i:i + MIN_SCRUBBED_TERM] for source in self.word_sources
@@ -121,21 +132,19 @@ class PersonMarks:
 
     def scrub(self, text: str | None) -> str | None:
         """`text` with every term (any case, as typed or URL-encoded) replaced by `[erased]`."""
-        if not text:
+        if not text or self._pattern is None:
             return text
-        for variant in self.variants():
-            text = re.sub(re.escape(variant), ERASED, text, flags=re.IGNORECASE)
-        return text
+        return self._pattern.sub(ERASED, text)
 
-    def names_person(self, value: str) -> bool:
-        """Whether a query value is about the person: it holds one of their terms, or it is a typed search
-        (letters only) one of whose words of 3+ letters is part of their name or email local part."""
-        folded = fold(value)
-        if any(term in folded for term in self.terms):
+    def names_person(self, name: str, value: str) -> bool:
+        """Whether the value of a query parameter is about the person: it holds one of their terms, or the
+        parameter is a text search (`q`, …) and one of the value's words of 3+ letters is part of their name
+        or email local part (a partial search that found them)."""
+        if self.scrub(value) != value or self.scrub(fold(value)) != fold(value):
             return True
-        if not _SEARCH_WORDS.match(value.strip()):
+        if name.lower() not in SEARCH_PARAMETERS:
             return False
-        words = [word for word in _LETTERS.findall(folded) if len(word) >= MIN_SCRUBBED_TERM]
+        words = [word for word in _LETTERS.findall(fold(value)) if len(word) >= MIN_SCRUBBED_TERM]
         return any(word in source for word in words for source in self.word_sources)
 
     def scrub_query(self, query: str | None) -> str | None:
@@ -143,14 +152,14 @@ class PersonMarks:
         if not query:
             return query
         pairs = parse_qsl(query, keep_blank_values=True)
-        cleaned = [(name, ERASED if self.names_person(value) else value) for name, value in pairs]
+        cleaned = [(name, ERASED if self.names_person(name, value) else value) for name, value in pairs]
         if cleaned == pairs:
             return self.scrub(query)
         return self.scrub(urlencode(cleaned, safe=",:[]"))
 
     def scrub_filters(self, filters: dict) -> dict:
         """A stored filter set (a bulk change's) with each value about the person replaced whole."""
-        return {name: ERASED if isinstance(value, str) and self.names_person(value) else self.scrub_json(value)
+        return {name: ERASED if isinstance(value, str) and self.names_person(name, value) else self.scrub_json(value)
                 for name, value in filters.items()}
 
     def scrub_json(self, value: Any) -> Any:

@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 import re
 import zipfile
+from decimal import Decimal
 
 import pytest
 from sqlalchemy import select
 
 from core.db import db
-from core.models import Applicant, Application, AuditLog, SavedView
+from core.models import Applicant, Application, AuditLog, Payment, SavedView, utcnow
 from core.models.webhooks import WebhookEndpoint
 from tests.conftest import auth_header
 from tests.portal.conftest import Portal, csrf_token, sign_in
@@ -117,7 +118,7 @@ def test_export_and_erase_cover_every_record_of_the_person(app, factory, applied
     _, raw_key = factory.api_key(institution)
     api = app.test_client()
     # Partial and whole searches for the person, and one for the other person (all audited).
-    for query in ("Wanjiru", "nyokabi wanj", EMAIL, "Kamau"):
+    for query in ("Wanjiru", "nyokabi wanj", EMAIL, "Kamau", "Kabiru"):
         assert api.get("/api/v1/applications/search", query_string={"q": query},
                        headers=auth_header(raw_key)).status_code == 200
     admin = _admin(app, factory, institution)
@@ -126,6 +127,12 @@ def test_export_and_erase_cover_every_record_of_the_person(app, factory, applied
     sent = api.patch("/api/v1/applications/update", headers=auth_header(raw_key), json={
         "updates": [{"id": first, "decision": "accepted", "send_decision": True}]})
     assert sent.status_code == 200, sent.json
+    # A payment whose processor reference was built from the phone number (a Flutterwave tx_ref, say).
+    with app.app_context():
+        db.session.add(Payment(institution_id=institution.id, application_id=first, processor="flutterwave",
+                               processor_reference=f"KRB-{PHONE.lstrip('+')}-1", amount=Decimal("45000"),
+                               currency="RWF", status="completed", completed_at=utcnow()))
+        db.session.commit()
     # Saved views of a staff member that filter for the person, and one for the other person.
     for name, query in ((f"{LAST} follow-up", "q=wanjirug"), ("Interviews", "q=nyok"), ("Kamau", "q=kamau")):
         assert admin.post("/applicants/views", data={"name": name, "query": query}).status_code == 302
@@ -136,7 +143,7 @@ def test_export_and_erase_cover_every_record_of_the_person(app, factory, applied
     assert EMAIL in page and SECOND_EMAIL in page and "Otieno" not in page
     counts = dict(re.findall(r'data-kind="(\w+)"><td>[^<]+</td><td class="num">(\d+)</td>', page))
     assert counts["applicant_records"] == "2" and counts["applications"] == "3" and counts["messages"] == "1"
-    assert counts["saved_views"] == "2" and int(counts["events"]) >= 4 and int(counts["audit_rows"]) >= 3
+    assert counts["payments"] == "1" and counts["saved_views"] == "2" and int(counts["events"]) >= 4 and int(counts["audit_rows"]) >= 3
     assert "Erase the personal data of 2 records" in page
 
     # The export (CLI, by the third application's id) holds every record of the person and none of the other.
@@ -158,10 +165,10 @@ def test_export_and_erase_cover_every_record_of_the_person(app, factory, applied
     assert erased.status_code == 302, erased.get_data(as_text=True)
 
     dump = _whole_database(app)
-    for trace in (FIRST, LAST, EMAIL, SECOND_EMAIL, PHONE, "711 222 333", "711-222-333", "wanjiru", "wanjirug",
+    for trace in (FIRST, LAST, EMAIL, SECOND_EMAIL, PHONE, PHONE.lstrip("+"), "711 222 333", "711-222-333", "wanjiru", "wanjirug",
                   "nyokabi%40", "q=nyok"):
         assert trace.lower() not in dump, trace
-    for trace in ("Otieno", "Kamau", OTHER["email"], OTHER["phone"], "q=kamau"):
+    for trace in ("Otieno", "Kamau", OTHER["email"], OTHER["phone"], "q=kamau", "q=kabiru"):
         assert trace.lower() in dump, trace
     with app.app_context():
         other = db.session.get(Application, other_application).applicant
@@ -172,6 +179,8 @@ def test_export_and_erase_cover_every_record_of_the_person(app, factory, applied
         assert views.pop("Interviews") == "q=[erased]" and views.pop("Kamau") == "q=kamau"
         [(name, query)] = views.items()
         assert name.startswith("[erased] view") and query == "q=[erased]"
+        [payment] = db.session.scalars(select(Payment).where(Payment.application_id == first)).all()
+        assert payment.processor_reference == f"[erased]-{payment.id}" and payment.amount == Decimal("45000")
         row = db.session.scalars(select(AuditLog).where(AuditLog.action == "applicant.erase")).one()
         assert row.target == records[third][0] and row.actor == admin.user.email
         assert all(records[application_id][0] in row.detail for application_id in mine)
