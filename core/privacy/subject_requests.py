@@ -12,7 +12,7 @@ documents under `documents/`.
 *Erase* turns every record of the person into a tombstone: names, email, phone, gender and date of birth
 replaced, the documents deleted (their files too, unless another document has the same content), the person's
 names, email and phone taken out of stored event payloads (so a retried webhook carries none), receivers'
-stored answers, messages (recipient, subject, bodies), verification checks, payment references, audit rows
+stored answers (text and headers), messages (recipient, subject, bodies), verification checks, payment references, audit rows
 (searches for them included, see `_names_person`), saved views and bulk changes that filter for them. Ids,
 applications (stage, decision, counts), decisions, payments and the billing ledger stay. It emits no event.
 It is refused while a sent decision awaits the person's answer, unless forced. Both are audited with who
@@ -451,12 +451,12 @@ def erase(scope: InstitutionScope, applicant_or_application_id: str, *, actor: s
             events_scrubbed += 1
     event_ids = [event.id for event in data.events]
     if event_ids:
-        # What receivers answered may echo the payload: keep the status code, drop the text.
+        # What receivers answered may echo the payload: keep the status code, drop the text and headers.
         db.session.execute(
             update(WebhookAttempt)
             .where(WebhookAttempt.delivery_id.in_(select(WebhookDelivery.id).where(
                 WebhookDelivery.event_id.in_(event_ids))))
-            .values(response_excerpt=None, error=None))
+            .values(response_excerpt=None, error=None, response_headers=None))
 
     for check in data.checks:
         check.candidate_name = None
