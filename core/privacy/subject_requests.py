@@ -12,11 +12,11 @@ documents under `documents/`.
 *Erase* turns every record of the person into a tombstone: names, email, phone, gender and date of birth
 replaced, the documents deleted (their files too, unless another document has the same content), the person's
 names, email and phone taken out of stored event payloads (so a retried webhook carries none), receivers'
-stored answers (text and headers), messages (recipient, subject, bodies), verification checks, payment references, audit rows
-(searches for them included, see `_names_person`), saved views and bulk changes that filter for them. Ids,
-applications (stage, decision, counts), decisions, payments and the billing ledger stay. It emits no event.
-It is refused while a sent decision awaits the person's answer, unless forced. Both are audited with who
-asked and why.
+stored answers (text and headers), messages (recipient, subject, bodies), verification checks, payment
+references, audit rows (searches for them included, see `PersonMarks.names_person`), saved views and bulk
+changes that filter for them. Ids, applications (stage, decision, counts), decisions, payments and the
+billing ledger stay. It emits no event. It is refused while a sent decision awaits the person's answer,
+unless forced. Both are audited with who asked, why and which records.
 """
 from __future__ import annotations
 

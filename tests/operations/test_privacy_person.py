@@ -109,6 +109,22 @@ def test_the_apply_form_reuses_the_applicant_of_the_same_email(app, factory, app
     assert applicant_id not in {record[0] for record in records.values()}
 
 
+def test_a_later_form_changes_nothing_the_applicant_gave_but_fills_a_missing_phone(app, factory):
+    institution = factory.institution()
+    program, other_program = factory.program(institution), factory.program(institution)
+    cycle = factory.cycle(institution, programs=[program, other_program])
+    earlier = factory.application(institution, program=program, cycle=cycle, first_name="Akinyi",
+                                  last_name="Odhiambo", email="akinyi@example.org", phone=None, language="sw")
+    assert _apply(app.test_client(), institution, cycle, other_program, first_name="Someone", last_name="Else",
+                  email="AKINYI@example.org", phone="+254 733 444 555") == 302
+    with app.app_context():
+        applicant = db.session.get(Applicant, earlier.applicant_id)
+        assert (applicant.first_name, applicant.last_name, applicant.phone, applicant.language) == (
+            "Akinyi", "Odhiambo", "+254733444555", "sw")
+        assert db.session.scalars(select(Application.applicant_id).where(
+            Application.institution_id == institution.id)).all() == [applicant.id, applicant.id]
+
+
 def test_export_and_erase_cover_every_record_of_the_person(app, factory, applied, tmp_path):
     institution, _, _ = applied
     records = _records(app, institution)
@@ -143,7 +159,8 @@ def test_export_and_erase_cover_every_record_of_the_person(app, factory, applied
     assert EMAIL in page and SECOND_EMAIL in page and "Otieno" not in page
     counts = dict(re.findall(r'data-kind="(\w+)"><td>[^<]+</td><td class="num">(\d+)</td>', page))
     assert counts["applicant_records"] == "2" and counts["applications"] == "3" and counts["messages"] == "1"
-    assert counts["payments"] == "1" and counts["saved_views"] == "2" and int(counts["events"]) >= 4 and int(counts["audit_rows"]) >= 3
+    assert counts["payments"] == "1" and counts["saved_views"] == "2"
+    assert int(counts["events"]) >= 4 and int(counts["audit_rows"]) >= 3
     assert "Erase the personal data of 2 records" in page
 
     # The export (CLI, by the third application's id) holds every record of the person and none of the other.
@@ -165,8 +182,8 @@ def test_export_and_erase_cover_every_record_of_the_person(app, factory, applied
     assert erased.status_code == 302, erased.get_data(as_text=True)
 
     dump = _whole_database(app)
-    for trace in (FIRST, LAST, EMAIL, SECOND_EMAIL, PHONE, PHONE.lstrip("+"), "711 222 333", "711-222-333", "wanjiru", "wanjirug",
-                  "nyokabi%40", "q=nyok"):
+    for trace in (FIRST, LAST, EMAIL, SECOND_EMAIL, PHONE, PHONE.lstrip("+"), "711 222 333", "711-222-333",
+                  "wanjiru", "wanjirug", "nyokabi%40", "q=nyok"):
         assert trace.lower() not in dump, trace
     for trace in ("Otieno", "Kamau", OTHER["email"], OTHER["phone"], "q=kamau", "q=kabiru"):
         assert trace.lower() in dump, trace
