@@ -28,7 +28,7 @@ from functools import cached_property
 from datetime import date, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, quote, quote_plus, urlencode
+from urllib.parse import parse_qsl, quote, quote_plus, unquote_plus, urlencode
 
 from sqlalchemy import func, or_, select, update
 
@@ -60,6 +60,8 @@ _PHONE_SEPARATORS = " -().\t"
 _LETTERS = re.compile(r"[^\W\d_]+")
 # Query parameters that carry text typed to find someone (the list's and the API's `q`, and the like).
 SEARCH_PARAMETERS = frozenset({"q", "query", "search", "name", "first_name", "last_name", "email", "phone"})
+# A search parameter written into free text (an audit target such as `bulk_…: 3 matching q=wanji&stage=…`).
+_EMBEDDED_SEARCH = re.compile(rf"(?<![\w])({'|'.join(sorted(SEARCH_PARAMETERS))})=([^&\s#]*)", re.IGNORECASE)
 
 
 def normalized_email(email: str | None) -> str:
@@ -126,21 +128,27 @@ class PersonMarks:
         return re.compile(rf"(?<![^\W_])(?:{alternatives})(?![^\W_])", re.IGNORECASE)
 
     def search_trigrams(self) -> set[str]:
-        """Every 3-letter piece of the word sources: a stored query holding a partial search has one."""
+        """Every 3-letter piece of the word sources: a stored text holding a partial search has one."""
         return {source[i:i + MIN_SCRUBBED_TERM] for source in self.word_sources
                 for i in range(len(source) - MIN_SCRUBBED_TERM + 1)}
 
     def scrub(self, text: str | None) -> str | None:
-        """`text` with every term (any case, as typed or URL-encoded) replaced by `[erased]`."""
+        """`text` with every term (any case, as typed or URL-encoded) replaced by `[erased]`, and the value of a
+        search parameter written into it (`q=…`) replaced whole when it is about the person."""
         if not text or self._pattern is None:
             return text
+        text = _EMBEDDED_SEARCH.sub(
+            lambda match: f"{match.group(1)}={ERASED}" if self.names_person(match.group(1), unquote_plus(
+                match.group(2))) else match.group(0), text)
         return self._pattern.sub(ERASED, text)
 
     def names_person(self, name: str, value: str) -> bool:
         """Whether the value of a query parameter is about the person: it holds one of their terms, or the
         parameter is a text search (`q`, …) and one of the value's words of 3+ letters is part of their name
         or email local part (a partial search that found them)."""
-        if self.scrub(value) != value or self.scrub(fold(value)) != fold(value):
+        if self._pattern is None:
+            return False
+        if self._pattern.search(value) or self._pattern.search(fold(value)):
             return True
         if name.lower() not in SEARCH_PARAMETERS:
             return False
@@ -286,7 +294,8 @@ def _audit_rows(scope: InstitutionScope, data: PersonData) -> list[AuditLog]:
     candidates = db.session.scalars(scope.select(AuditLog).where(or_(
         *(column.contains(identifier, autoescape=True) for identifier in identifiers for column in columns),
         *(func.lower(column).contains(term, autoescape=True) for term in data.marks.variants() for column in columns),
-        *(func.lower(AuditLog.query).contains(piece, autoescape=True) for piece in data.marks.search_trigrams()),
+        *(func.lower(column).contains(piece, autoescape=True) for piece in data.marks.search_trigrams()
+          for column in columns),
     )).order_by(AuditLog.id))
     return [row for row in candidates if _names_person(row, identifiers, data.marks)]
 

@@ -153,13 +153,18 @@ def test_export_and_erase_cover_every_record_of_the_person(app, factory, applied
     for name, query in ((f"{LAST} follow-up", "q=wanjirug"), ("Interviews", "q=nyok"), ("Kamau", "q=kamau")):
         assert admin.post("/applicants/views", data={"name": name, "query": query}).status_code == 302
 
+    # Bulk changes of every application matching a search for the person, and for the other person.
+    for search in ("wanjiru", "kamau"):
+        assert admin.post("/applicants/bulk-matching", data={"matching": f"q={search}", "stage": "interview"},
+                          htmx=True).status_code == 200
+
     # The privacy page, opened from the third application (other email, same phone), lists what is erased.
     page = admin.get(f"/applicants/{third}/privacy").get_data(as_text=True)
     assert all(application_id in page for application_id in mine) and other_application not in page
     assert EMAIL in page and SECOND_EMAIL in page and "Otieno" not in page
     counts = dict(re.findall(r'data-kind="(\w+)"><td>[^<]+</td><td class="num">(\d+)</td>', page))
     assert counts["applicant_records"] == "2" and counts["applications"] == "3" and counts["messages"] == "1"
-    assert counts["payments"] == "1" and counts["saved_views"] == "2"
+    assert counts["payments"] == "1" and counts["saved_views"] == "2" and counts["bulk_changes"] == "1"
     assert int(counts["events"]) >= 4 and int(counts["audit_rows"]) >= 3
     assert "Erase the personal data of 2 records" in page
 
@@ -185,7 +190,8 @@ def test_export_and_erase_cover_every_record_of_the_person(app, factory, applied
     for trace in (FIRST, LAST, EMAIL, SECOND_EMAIL, PHONE, PHONE.lstrip("+"), "711 222 333", "711-222-333",
                   "wanjiru", "wanjirug", "nyokabi%40", "q=nyok"):
         assert trace.lower() not in dump, trace
-    for trace in ("Otieno", "Kamau", OTHER["email"], OTHER["phone"], "q=kamau", "q=kabiru"):
+    for trace in ("Otieno", "Kamau", OTHER["email"], OTHER["phone"], "q=kamau", "q=kabiru", "matching q=kamau",
+                  "{'q': 'kamau'}"):
         assert trace.lower() in dump, trace
     with app.app_context():
         other = db.session.get(Application, other_application).applicant
