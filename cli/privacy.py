@@ -1,6 +1,7 @@
 """Data-subject requests from the command line: `flask --app wsgi applicants export|erase APPLICANT_ID …`.
 
-APPLICANT_ID is the applicant's id (`apl_…`, the API's `admission_id`) or one of their application ids.
+APPLICANT_ID is the applicant's id (`apl_…`, the API's `admission_id`) or one of their application ids; both
+commands cover every record of that person in the institution (same email or phone, see core.privacy).
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from core.audit.recording import record_command
 from core.privacy.subject_requests import erase, export_zip
 from core.scoping import InstitutionScope
 
-applicants_group = AppGroup("applicants", help="Data-subject requests: export or erase one applicant's data.")
+applicants_group = AppGroup("applicants", help="Data-subject requests: export or erase all the data of one person.")
 
 _institution = click.option("--institution", required=True, help="The applicant's institution id.")
 _requested_by = click.option("--requested-by", required=True,
@@ -36,7 +37,7 @@ _reason = click.option("--reason", required=True, help="Why (e.g. the applicant'
 @domain_errors_as_usage
 def export_command(applicant_id: str, institution: str, out_path: str, requested_by: str, reason: str,
                    as_json: bool) -> None:
-    """Write everything Karibu holds about one applicant to a zip (applicant.json and the documents)."""
+    """Write everything Karibu holds about the person to a zip (applicant.json and the documents)."""
     applicant, archive = export_zip(InstitutionScope(institution), applicant_id, actor=f"cli:{requested_by}",
                                     reason=reason, source="cli",
                                     audit=lambda entry: record_command(entry, "applicants export"))
@@ -64,14 +65,16 @@ def export_command(applicant_id: str, institution: str, out_path: str, requested
 @domain_errors_as_usage
 def erase_command(applicant_id: str, institution: str, requested_by: str, reason: str, force: bool, yes: bool,
                   as_json: bool) -> None:
-    """Replace one applicant's personal data with a tombstone and delete their documents (irreversible)."""
+    """Replace the personal data of every record of the person with a tombstone and delete their documents
+    (irreversible)."""
     if not yes and not as_json:
-        click.confirm(f"Erase the personal data of {applicant_id}? This cannot be undone", abort=True)
+        click.confirm(f"Erase the personal data of {applicant_id} and every other record of that person? "
+                      "This cannot be undone", abort=True)
     report = erase(InstitutionScope(institution), applicant_id, actor=f"cli:{requested_by}", reason=reason,
                    source="cli", force=force, audit=lambda entry: record_command(entry, "applicants erase"))
     if as_json:
         click.echo(json.dumps(report.as_dict()))
     else:
-        click.echo(f"Erased {report.applicant_id}: {report.applications} application(s) kept as tombstones, "
-                   f"{report.documents_deleted} document(s) deleted, {report.events_scrubbed} event(s) and "
-                   f"{report.audit_rows_scrubbed} audit row(s) cleaned")
+        click.echo(f"Erased {', '.join(report.applicant_ids)}: {report.applications} application(s) kept as "
+                   f"tombstones, {report.documents_deleted} document(s) deleted, {report.events_scrubbed} event(s), "
+                   f"{report.messages_scrubbed} message(s) and {report.audit_rows_scrubbed} audit row(s) cleaned")

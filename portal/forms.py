@@ -195,7 +195,8 @@ class DataExportForm(FlaskForm):
 
 
 class DataErasureForm(FlaskForm):
-    reason = StringField("Why is this erasure asked for?", validators=[
+    # Its own id: the export form on the same page has a `reason` too, and a label must name one field.
+    reason = StringField("Why is this erasure asked for?", id="erase-reason", validators=[
         DataRequired("Say why (e.g. the applicant's request and its reference)."), Length(max=500)])
     confirm = StringField("Type ERASE to confirm", validators=[DataRequired("Type ERASE to confirm.")])
     force = BooleanField("Erase even though a sent decision awaits the applicant's answer")

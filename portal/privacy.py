@@ -1,7 +1,9 @@
-"""Data-subject requests from the portal (admins): export one applicant's data as a zip, or erase it."""
+"""Data-subject requests from the portal (admins): the page lists every record of the person and what an erase
+would do, then exports all of it as a zip, or erases it."""
 from __future__ import annotations
 
 from flask import Response, flash, g, redirect, stream_with_context, url_for
+from flask_babel import ngettext
 from flask_login import current_user
 
 from core.applications.applicant_file import applicant_file
@@ -57,6 +59,9 @@ def applicant_privacy_erase(application_id: str):
     except (Conflict, InvalidInput) as error:
         form.form_errors.append(error.message)
         return _page(application_id, erase_form=form, status=error.status)
-    flash(f"The applicant's personal data was erased ({report.documents_deleted} document(s) deleted). "
-          "The applications stay as anonymous records.", "ok")
+    flash(ngettext("The personal data of %(num)d record was erased (%(documents)d document(s) deleted). "
+                   "The applications stay as anonymous records.",
+                   "The personal data of %(num)d records was erased (%(documents)d document(s) deleted). "
+                   "The applications stay as anonymous records.",
+                   len(report.applicant_ids), documents=report.documents_deleted), "ok")
     return redirect(url_for("portal.applicant_detail", application_id=application_id))

@@ -81,8 +81,11 @@ def clean_applicant_fields(fields: ApplicantFields) -> ApplicantFields:
 
 def submit_application(scope: InstitutionScope, program_id: str, cycle_id: str, applicant: ApplicantFields, *,
                        submitted_by_staff: bool = False, language: str | None = None) -> Application:
-    """Create the applicant and the application and emit `application.submitted`, in one commit.
+    """Create the application (and its applicant) and emit `application.submitted`, in one commit.
 
+    An applicant of the institution with the same email (trimmed, lower-cased) is the same person: the new
+    application is theirs, so a data-subject request finds both. What they already gave (names, phone,
+    language) is not changed by the form, which anyone can submit; only a missing phone is filled in.
     The cycle must be open and offer the program. The same email cannot apply twice to the same program in
     the same cycle (409), which also makes a double-clicked submit harmless. `language` (en, fr, sw) is the
     one messages to the applicant are written in; None or any other value: the institution's default.
@@ -108,17 +111,21 @@ def submit_application(scope: InstitutionScope, program_id: str, cycle_id: str, 
         scope.select(Application, func.count()).select_from(Application)
         .join(Applicant, Applicant.id == Application.applicant_id)
         .where(Application.program_id == program.id,
-               Application.cycle_id == cycle.id, Applicant.email == fields.email))
+               Application.cycle_id == cycle.id, func.lower(func.trim(Applicant.email)) == fields.email))
     if already:
         raise Conflict("an application with this email already exists for this program and cycle",
                        field="email")
 
-    person = Applicant(institution_id=scope.institution_id, first_name=fields.first_name, last_name=fields.last_name,
-                       email=fields.email, phone=fields.phone, language=supported_language(language),
-                       created_at=now,
-                       search_text=applicant_search_text(fields.first_name, fields.last_name, fields.email))
-    db.session.add(person)
-    db.session.flush()
+    person = _applicant_with_email(scope, fields.email)
+    if person is None:
+        person = Applicant(institution_id=scope.institution_id, first_name=fields.first_name,
+                           last_name=fields.last_name, email=fields.email, phone=fields.phone,
+                           language=supported_language(language), created_at=now,
+                           search_text=applicant_search_text(fields.first_name, fields.last_name, fields.email))
+        db.session.add(person)
+        db.session.flush()
+    elif person.phone is None:
+        person.phone = fields.phone
     application = Application(
         institution_id=scope.institution_id, applicant_id=person.id, applicant=person, program_id=program.id,
         cycle_id=cycle.id, stage=first_stage, amount=program.fee, currency=program.currency, paid=False,
@@ -128,3 +135,11 @@ def submit_application(scope: InstitutionScope, program_id: str, cycle_id: str, 
     emission.emit_application_submitted(application)
     db.session.commit()
     return application
+
+
+def _applicant_with_email(scope: InstitutionScope, email: str) -> Applicant | None:
+    """The institution's first applicant (not erased) whose email, normalized, is `email`."""
+    return db.session.scalar(
+        scope.select(Applicant).where(func.lower(func.trim(Applicant.email)) == email,
+                                      Applicant.erased_at.is_(None))
+        .order_by(Applicant.created_at, Applicant.id).limit(1))

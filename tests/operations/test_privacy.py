@@ -47,7 +47,8 @@ def _person(app, factory, institution, api_key, first, last, email, phone, docum
             .scalar_subquery())).one()
         db.session.add(WebhookAttempt(delivery_id=delivery.id, number=1, url="https://hooks.example.test/k",
                                       attempted_at=row.submitted_at, duration_ms=3, response_code=500,
-                                      error_class="http_status", response_excerpt=f"bad applicant {first} {last}"))
+                                      error_class="http_status", response_excerpt=f"bad applicant {first} {last}",
+                                      response_headers=[["X-Rejected-Applicant", f"{first} {last}"]]))
         digest = document_storage().put(document_bytes)
         db.session.add(Document(institution_id=institution.id, application_id=application.id, kind="transcript",
                                 filename=f"{first.lower()}-{last.lower()}-transcript.pdf",
@@ -100,7 +101,7 @@ def test_export_holds_every_kind_of_record_of_one_applicant_and_nothing_of_anoth
     assert admin.get(f"/applicants/{other.id}").status_code == 200
     archive = _export(app, institution, canary.id, tmp_path)
     document = json.loads(archive.read("applicant.json"))
-    assert document["format"] == "karibu.applicant-export.v1"
+    assert document["format"] == "karibu.applicant-export.v2"
     assert document["applicant"]["first_name"] == CANARY_FIRST and document["applicant"]["phone"] == CANARY_PHONE
     [application] = document["applications"]
     assert application["id"] == canary.id
