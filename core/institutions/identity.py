@@ -190,6 +190,9 @@ def reencoded_logo(data: bytes) -> tuple[bytes, str]:
         raise InvalidInput(_("The logo file is damaged or incomplete; export it again as PNG or JPEG."),
                            field="logo") from None
     pixels.thumbnail((LOGO_MAX_SIDE, LOGO_MAX_SIDE))
+    # Pillow's encoders write some of the source's `info` back (a JPEG comment, an ICC profile): keep only the
+    # transparency, which is part of the pixels.
+    pixels.info = {key: value for key, value in pixels.info.items() if key == "transparency"}
     output = io.BytesIO()
     if image_format == "JPEG":
         pixels.convert("RGB").save(output, format="JPEG", quality=90)
