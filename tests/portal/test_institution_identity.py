@@ -8,7 +8,7 @@ import os
 import re
 
 import pytest
-from PIL import Image
+from PIL import Image, ImageCms
 from PIL.PngImagePlugin import PngInfo
 from sqlalchemy import select
 
@@ -51,21 +51,27 @@ def _value_of(page: str, field: str) -> str | None:
     return html.unescape(value.group(1)) if value else None
 
 
-def _png(colour=(200, 30, 30), size=(40, 20), text: str | None = METADATA_MARKER) -> bytes:
+def _icc_profile() -> bytes:
+    return ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
+
+
+def _png(colour=(200, 30, 30), size=(40, 20), text: str | None = METADATA_MARKER, **options) -> bytes:
     info = PngInfo()
     if text:
         info.add_text("Author", text)
     output = io.BytesIO()
-    Image.new("RGB", size, colour).save(output, format="PNG", pnginfo=info)
+    Image.new("RGB", size, colour).save(output, format="PNG", pnginfo=info, **options)
     return output.getvalue()
 
 
-def _jpeg_with_exif() -> bytes:
+def _jpeg_with_metadata() -> bytes:
+    """A JPEG with EXIF fields, a comment (COM segment) and an ICC profile."""
     exif = Image.Exif()
     exif[0x010E] = METADATA_MARKER  # ImageDescription
     exif[0x013B] = METADATA_MARKER  # Artist
     output = io.BytesIO()
-    Image.new("RGB", (30, 30), (20, 60, 120)).save(output, format="JPEG", exif=exif.tobytes())
+    Image.new("RGB", (30, 30), (20, 60, 120)).save(output, format="JPEG", exif=exif.tobytes(),
+                                                   comment=METADATA_MARKER.encode(), icc_profile=_icc_profile())
     return output.getvalue()
 
 
@@ -213,8 +219,8 @@ def test_the_forms_need_their_csrf_token(app, admin, path):
 
 
 def test_a_png_logo_is_stored_without_its_metadata_and_served_as_a_png(app, admin, client):
-    upload = _png()
-    assert METADATA_MARKER.encode() in upload
+    upload = _png(icc_profile=_icc_profile())
+    assert METADATA_MARKER.encode() in upload and b"iCCP" in upload
     response = _upload(admin, upload)
     assert response.status_code == 302
 
@@ -232,15 +238,16 @@ def test_a_png_logo_is_stored_without_its_metadata_and_served_as_a_png(app, admi
     assert served.headers["Cache-Control"] == "public, max-age=31536000, immutable"
     assert served.headers["Content-Security-Policy"] == "default-src 'none'; sandbox"
     assert served.headers["Content-Disposition"] == "inline"
-    assert METADATA_MARKER.encode() not in served.data and b"tEXt" not in served.data
+    assert METADATA_MARKER.encode() not in served.data
+    assert b"tEXt" not in served.data and b"iCCP" not in served.data
     with Image.open(io.BytesIO(served.data)) as image:
-        assert image.format == "PNG" and image.size == (40, 20)
+        assert image.format == "PNG" and image.size == (40, 20) and "icc_profile" not in image.info
         assert image.convert("RGB").getpixel((5, 5)) == (200, 30, 30)
 
 
-def test_a_jpeg_logo_loses_its_exif_and_is_served_as_a_jpeg(app, admin, client):
-    upload = _jpeg_with_exif()
-    assert METADATA_MARKER.encode() in upload
+def test_a_jpeg_logo_loses_its_exif_comment_and_profile_and_is_served_as_a_jpeg(app, admin, client):
+    upload = _jpeg_with_metadata()
+    assert upload.count(METADATA_MARKER.encode()) == 3 and b"ICC_PROFILE" in upload
     assert _upload(admin, upload, "photo.jpeg").status_code == 302
     url = _logo_url(admin)
     assert url.endswith(".jpg")
@@ -248,10 +255,11 @@ def test_a_jpeg_logo_loses_its_exif_and_is_served_as_a_jpeg(app, admin, client):
     served = client.get(url)
     assert served.status_code == 200 and served.headers["Content-Type"] == "image/jpeg"
     assert served.headers["X-Content-Type-Options"] == "nosniff"
-    assert METADATA_MARKER.encode() not in served.data and b"Exif" not in served.data
+    assert METADATA_MARKER.encode() not in served.data
+    assert b"Exif" not in served.data and b"ICC_PROFILE" not in served.data
     with Image.open(io.BytesIO(served.data)) as image:
         assert image.format == "JPEG" and image.size == (30, 30)
-        assert dict(image.getexif()) == {}
+        assert dict(image.getexif()) == {} and not {"comment", "icc_profile"} & set(image.info)
 
 
 def test_the_settings_page_shows_the_logo_in_the_sample_header(admin):
