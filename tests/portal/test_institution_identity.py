@@ -314,6 +314,14 @@ def test_a_refused_logo_gets_a_form_error_and_nothing_changes(app, admin, client
     assert len(_audit_rows(app, "institution.logo")) == 1
 
 
+def test_a_request_over_the_apps_limit_gets_the_too_large_page_and_nothing_changes(app, admin):
+    _upload(admin, _png())
+    before = _stored(app, admin.institution.id)
+    response = _upload(admin, b"\x89PNG" + os.urandom(app.config["MAX_CONTENT_LENGTH"]))
+    assert response.status_code == 413 and "Too large" in _text(response)
+    assert _stored(app, admin.institution.id) == before
+
+
 def test_a_form_without_a_file_asks_for_one(app, admin):
     response = admin.post("/settings/logo", {}, content_type="multipart/form-data")
     assert response.status_code == 400
