@@ -238,4 +238,4 @@ class IdentityForm(FlaskForm):
 
 class LogoForm(FlaskForm):
     """The institution's logo (checked and re-encoded by core.institutions.identity.set_logo)."""
-    logo = FileField(_l("Logo"))
+    logo = FileField(_l("Logo file"))

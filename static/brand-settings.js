@@ -33,7 +33,8 @@
       name.textContent = nameField.value.trim() || sample.getAttribute("data-default-name");
     });
     colourField.addEventListener("input", function () {
-      var colour = colourField.value.trim() ? normalColour(colourField.value) : sample.getAttribute("data-default-colour");
+      var typed = colourField.value.trim();
+      var colour = typed ? normalColour(typed) : sample.getAttribute("data-default-colour");
       if (colour) { showColour(colour); }
     });
     picker.addEventListener("input", function () {

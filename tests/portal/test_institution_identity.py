@@ -377,8 +377,8 @@ def test_the_section_is_drawn_in_the_staff_members_language(admin):
     assert admin.post("/account/language", {"language": "fr"}).status_code == 302
     page = html.unescape(_text(admin.get("/settings")))
     for french in ("Ce que voient les candidats", "Nom affiché aux candidats", "Couleur de la marque",
-                   "Adresse e-mail de contact", "Site web", "Ligne de pied de page", "Téléverser le logo",
-                   "Enregistrer ce que voient les candidats"):
+                   "Adresse e-mail de contact", "Site web", "Ligne de pied de page", "Fichier du logo",
+                   "Téléverser le logo", "Enregistrer ce que voient les candidats"):
         assert french in page, french
     refused = html.unescape(_text(admin.post("/settings/identity", {"brand_colour": "#ffff00"})))
     assert "Le texte blanc sur #ffff00 a un contraste de 1.07:1" in refused
