@@ -118,6 +118,20 @@ def _normal_colour(text: str) -> str | None:
     return "#" + digits.lower()
 
 
+def _website_address(text: str) -> bool:
+    """An http(s) address with a host name, no user or password, no space or control character (a NUL
+    would not even reach the database)."""
+    if not all(char.isprintable() and not char.isspace() for char in text):
+        return False
+    try:
+        parts = urlsplit(text)
+        hostname = parts.hostname
+    except ValueError:  # an unbalanced [ or ] (IPv6 brackets)
+        return False
+    return parts.scheme in ("https", "http") and bool(hostname) and "." in hostname \
+        and not parts.username and not parts.password
+
+
 def _clean(name: str, raw: str | None) -> tuple[str | None, str | None]:
     """(the value to store, or None for "the default"; an error message or None)."""
     text = " ".join((raw or "").split())
@@ -137,11 +151,8 @@ def _clean(name: str, raw: str | None) -> tuple[str | None, str | None]:
     if name == "contact_email":
         return (text, None) if valid_email(text) else (None, _("Give one email address, such as admissions@example.ac.rw."))
     if name == "website":
-        parts = urlsplit(text)
-        if parts.scheme not in ("https", "http") or not parts.hostname or "." not in parts.hostname \
-                or parts.username or parts.password:
-            return None, _("Give the full address of the website, starting with https://.")
-        return text, None
+        return (text, None) if _website_address(text) else (
+            None, _("Give the full address of the website, starting with https://."))
     return header_safe(text, TEXT_LIMITS[name]), None
 
 

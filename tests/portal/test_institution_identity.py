@@ -154,6 +154,9 @@ def test_a_brand_colour_is_stored_as_lowercase_six_digits(app, admin, typed, sto
     ("website", "kih.ac.rw", "Give the full address of the website, starting with https://."),
     ("website", "javascript:alert(1)", "Give the full address of the website, starting with https://."),
     ("website", "https://admin:secret@kih.ac.rw", "Give the full address of the website, starting with https://."),
+    ("website", "https://kih.ac.rw/apply now", "Give the full address of the website, starting with https://."),
+    ("website", "https://kih.ac.rw/\x00", "Give the full address of the website, starting with https://."),
+    ("website", "https://[kih.ac.rw", "Give the full address of the website, starting with https://."),
     ("footer", "x" * 301, "At most 300 characters."),
     ("display_name", "n" * 201, "At most 200 characters."),
 ])
@@ -322,8 +325,13 @@ def test_a_request_over_the_apps_limit_gets_the_too_large_page_and_nothing_chang
     assert _stored(app, admin.institution.id) == before
 
 
-def test_a_form_without_a_file_asks_for_one(app, admin):
-    response = admin.post("/settings/logo", {}, content_type="multipart/form-data")
+@pytest.mark.parametrize("fields, content_type", [
+    ({}, "multipart/form-data"),
+    ({"logo": "iVBORw0KGgo="}, "multipart/form-data"),  # text, not a file part
+    ({"logo": "logo.png"}, "application/x-www-form-urlencoded"),
+])
+def test_a_form_without_a_file_asks_for_one(app, admin, fields, content_type):
+    response = admin.post("/settings/logo", fields, content_type=content_type)
     assert response.status_code == 400
     assert _error_under(_text(response), "logo") == "Choose a PNG or JPEG file."
     assert _stored(app, admin.institution.id, LOGO_COLUMNS) == {name: None for name in LOGO_COLUMNS}
