@@ -32,6 +32,9 @@ MINIMUM_CONTRAST = 4.5
 LOGO_MAX_BYTES = 256 * 1024
 # Larger logos are scaled down to fit this box (pixels) before they are stored: pages show them small.
 LOGO_MAX_SIDE = 512
+# The largest side (pixels) of an upload that is decoded at all: 256 KB of PNG can hold 9000 × 9000 pixels
+# of one colour, 700 MB and seconds of work to decode; 4096 × 4096 takes about 70 MB.
+LOGO_MAX_UPLOAD_SIDE = 4096
 # Pillow's names of the accepted formats, and the content type each is stored and served with.
 LOGO_TYPES = {"PNG": "image/png", "JPEG": "image/jpeg"}
 LOGO_EXTENSIONS = {"image/png": "png", "image/jpeg": "jpg"}
@@ -181,8 +184,9 @@ def update_identity(scope: InstitutionScope, values: dict[str, str | None]) -> l
 def reencoded_logo(data: bytes) -> tuple[bytes, str]:
     """The logo's pixels as a new PNG or JPEG file (the uploaded format), and its content type.
 
-    Raises InvalidInput (field `logo`) for anything but a PNG or JPEG image of at most 256 KB that decodes
-    completely: SVG, GIF, a renamed script, a truncated or corrupt file, a decompression bomb."""
+    Raises InvalidInput (field `logo`) for anything but a PNG or JPEG image of at most 256 KB and 4096 pixels
+    a side that decodes completely: SVG, GIF, a renamed script, a truncated or corrupt file, a decompression
+    bomb."""
     if not data:
         raise InvalidInput(_("Choose a PNG or JPEG file."), field="logo")
     if len(data) > LOGO_MAX_BYTES:
@@ -193,6 +197,10 @@ def reencoded_logo(data: bytes) -> tuple[bytes, str]:
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             with Image.open(io.BytesIO(data), formats=list(LOGO_TYPES)) as image:
                 image_format = image.format
+                if max(image.size) > LOGO_MAX_UPLOAD_SIDE:  # known from the header, before any decoding
+                    raise InvalidInput(_("The logo is %(width)d × %(height)d pixels; make each side at most "
+                                         "%(limit)d pixels.", width=image.width, height=image.height,
+                                         limit=LOGO_MAX_UPLOAD_SIDE), field="logo")
                 image.load()
                 pixels = image.copy()
     except (UnidentifiedImageError, Image.DecompressionBombError, Image.DecompressionBombWarning):

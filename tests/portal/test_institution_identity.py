@@ -265,6 +265,12 @@ def test_a_jpeg_logo_loses_its_exif_comment_and_profile_and_is_served_as_a_jpeg(
         assert dict(image.getexif()) == {} and not {"comment", "icc_profile"} & set(image.info)
 
 
+def test_a_large_logo_is_scaled_down_to_fit_512_pixels(admin, client):
+    assert _upload(admin, _png(size=(4096, 1024), text=None)).status_code == 302
+    with Image.open(io.BytesIO(client.get(_logo_url(admin)).data)) as image:
+        assert image.size == (512, 128)
+
+
 def test_the_settings_page_shows_the_logo_in_the_sample_header(admin):
     _upload(admin, _png())
     page = _text(admin.get("/settings"))
@@ -298,6 +304,10 @@ SVG = b'<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"><rect width="1
     pytest.param(_png(size=(200, 200))[:-200], "logo.png",
                  "The logo file is damaged or incomplete; export it again as PNG or JPEG.", id="truncated-png"),
     pytest.param(b"", "logo.png", "Choose a PNG or JPEG file.", id="empty"),
+    pytest.param(_png(size=(9000, 9000), text=None, optimize=True), "huge.png",
+                 "The logo is 9000 × 9000 pixels; make each side at most 4096 pixels.", id="9000-pixels-in-230-kb"),
+    pytest.param(_png(size=(4097, 10), text=None), "wide.png",
+                 "The logo is 4097 × 10 pixels; make each side at most 4096 pixels.", id="4097-pixels-wide"),
     pytest.param(b"\x89PNG" + os.urandom(300 * 1024), "logo.png", "The logo is 301 KB; the limit is 256 KB.",
                  id="300-kb"),
     pytest.param(b"\x89PNG" + os.urandom(900 * 1024), "logo.png", "The logo is 901 KB; the limit is 256 KB.",
