@@ -31,6 +31,7 @@ from jobs.cli import worker_command
 from ops.health import health_bp
 from ops.logs import configure_logging
 from ops.metrics import count_rate_limit_refusal, instrument_requests, metrics_bp
+from portal.brand_assets import bp as brand_bp
 from portal.errors import html_error
 from portal.i18n import select_locale
 from portal.limiter import limiter
@@ -141,6 +142,7 @@ def register_blueprints(app: Flask) -> None:
     csrf.exempt(callbacks_bp)
     app.register_blueprint(callbacks_bp)
     app.register_blueprint(public_bp)
+    app.register_blueprint(brand_bp)
 
 
 def register_errorhandlers(app: Flask) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from flask_babel import gettext
 from flask_babel import lazy_gettext as _l
 from flask_wtf import FlaskForm
+from flask_wtf.file import FileField
 from wtforms import BooleanField, EmailField, PasswordField, SelectField, SelectMultipleField, StringField
 from wtforms.validators import DataRequired, EqualTo, Length, ValidationError
 
@@ -229,3 +230,18 @@ class LanguageForm(FlaskForm):
     language = SelectField(_l("Language of the portal"),
                            choices=[(code, name) for code, name in STAFF_LANGUAGES.items()],
                            validators=[DataRequired(_l("Choose a language."))])
+
+
+class IdentityForm(FlaskForm):
+    """What applicants see of the institution; every value is checked by core.institutions.identity (an empty
+    one restores the default)."""
+    display_name = StringField(_l("Name shown to applicants"))
+    brand_colour = StringField(_l("Brand colour"))
+    contact_email = StringField(_l("Contact email"))
+    website = StringField(_l("Website"))
+    footer = StringField(_l("Footer line"))
+
+
+class LogoForm(FlaskForm):
+    """The institution's logo (checked and re-encoded by core.institutions.identity.set_logo)."""
+    logo = FileField(_l("Logo file"))

@@ -1,6 +1,7 @@
-"""Time and language: the institution's time zone (admins, on the Settings page) and each staff member's
-portal language (a small form of its own, `templates/account/partial/language.html`, that the account page
-includes; `/account/language` shows it on a page of its own)."""
+"""The Settings page (admins): the institution's time zone and what applicants see of it (name, colour,
+contact, website, footer line, logo); and each staff member's portal language (a small form of its own,
+`templates/account/partial/language.html`, that the account page includes; `/account/language` shows it on a
+page of its own)."""
 from __future__ import annotations
 
 from flask import flash, g, redirect, request, url_for
@@ -9,12 +10,16 @@ from flask_babel import refresh
 from flask_login import current_user
 
 from core.errors import InvalidInput
+from core.institutions import institution_name
+from core.institutions.identity import (
+    DEFAULT_COLOUR, IDENTITY_FIELDS, IdentityRefused, identity_of, remove_logo, set_logo, update_identity,
+)
 from core.i18n import STAFF_LANGUAGES
 from core.accounts.preferences import (
     chosen_time_zone, country_time_zone, set_time_zone, set_user_language, time_zone_names, user_language,
 )
 from portal import bp
-from portal.forms import LanguageForm, TimeZoneForm, submitted
+from portal.forms import ActionForm, IdentityForm, LanguageForm, LogoForm, TimeZoneForm, field_label, submitted
 from portal.rendering import render_page
 from portal.security import admin_required, audit, safe_next, staff_required
 
@@ -26,10 +31,23 @@ def time_zone_form(formdata=None) -> TimeZoneForm:
     return form
 
 
+def identity_form(formdata=None) -> IdentityForm:
+    """The identity form: the stored values, or what the admin typed (`formdata`)."""
+    return IdentityForm(formdata=formdata, obj=g.scope.institution())
+
+
+def settings_page(status: int = 200, *, identity: IdentityForm | None = None, logo: LogoForm | None = None):
+    """The Settings page; a refused identity or logo form is shown again with its errors (`status` 400)."""
+    return render_page("settings/index.html", status=status, time_zone_form=time_zone_form(),
+                       identity_form=identity or identity_form(), logo_form=logo or LogoForm(formdata=None),
+                       identity=identity_of(g.scope), default_name=institution_name(g.scope),
+                       default_colour=DEFAULT_COLOUR)
+
+
 @bp.get("/settings")
 @admin_required
 def settings():
-    return render_page("settings/index.html", time_zone_form=time_zone_form())
+    return settings_page()
 
 
 @bp.post("/settings/time-zone")
@@ -40,6 +58,52 @@ def settings_time_zone():
     audit("institution.time_zone", zone)
     flash(_("Times are now shown in %(zone)s.", zone=zone), "ok")
     return redirect(url_for("portal.settings"))
+
+
+@bp.post("/settings/identity")
+@admin_required
+def settings_identity():
+    form = submitted(identity_form(formdata=request.form))
+    try:
+        changed = update_identity(g.scope, {name: form[name].data for name in IDENTITY_FIELDS})
+    except IdentityRefused as refused:
+        for item in refused.errors:
+            form[item["name"]].errors = [*form[item["name"]].errors, item["message"]]
+        return settings_page(400, identity=form)
+    if changed:
+        audit("institution.identity", ",".join(changed))
+        flash(_("Saved: %(fields)s.", fields=", ".join(field_label(form, name).lower() for name in changed)), "ok")
+    else:
+        flash(_("Nothing changed."), "info")
+    return redirect(url_for("portal.settings", _anchor="identity-title"))
+
+
+@bp.post("/settings/logo")
+@admin_required
+def settings_logo():
+    form = submitted(LogoForm())
+    upload = form.logo.data
+    try:
+        digest = set_logo(g.scope, upload.read() if upload else b"")
+    except InvalidInput as refused:
+        form.logo.errors = [*form.logo.errors, refused.message]
+        return settings_page(400, logo=form)
+    audit("institution.logo", digest)
+    flash(_("The new logo is saved; applicants see it from now on."), "ok")
+    return redirect(url_for("portal.settings", _anchor="logo-title"))
+
+
+@bp.post("/settings/logo/remove")
+@admin_required
+def settings_logo_remove():
+    submitted(ActionForm())
+    digest = identity_of(g.scope).logo_digest
+    if remove_logo(g.scope):
+        audit("institution.logo_remove", digest)
+        flash(_("The logo is removed; applicants see the name alone."), "ok")
+    else:
+        flash(_("There was no logo to remove."), "info")
+    return redirect(url_for("portal.settings", _anchor="logo-title"))
 
 
 def language_form() -> LanguageForm:

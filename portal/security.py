@@ -116,8 +116,10 @@ def _add_security_headers(response):
         return response
     for name, value in SECURITY_HEADERS.items():
         response.headers.setdefault(name, value)
-    if current_user.is_authenticated:
-        response.headers.setdefault("Cache-Control", "no-store")
+    # A response that chose its own caching (a public logo) does not load the user: no session record is
+    # refreshed, and a session from another client is not dropped with a Set-Cookie on a cacheable response.
+    if "Cache-Control" not in response.headers and current_user.is_authenticated:
+        response.headers["Cache-Control"] = "no-store"
     return response
 
 

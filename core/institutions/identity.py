@@ -32,6 +32,9 @@ MINIMUM_CONTRAST = 4.5
 LOGO_MAX_BYTES = 256 * 1024
 # Larger logos are scaled down to fit this box (pixels) before they are stored: pages show them small.
 LOGO_MAX_SIDE = 512
+# The largest side (pixels) of an upload that is decoded at all: 256 KB of PNG can hold 9000 × 9000 pixels
+# of one colour, 700 MB and seconds of work to decode; 4096 × 4096 takes about 70 MB.
+LOGO_MAX_UPLOAD_SIDE = 4096
 # Pillow's names of the accepted formats, and the content type each is stored and served with.
 LOGO_TYPES = {"PNG": "image/png", "JPEG": "image/jpeg"}
 LOGO_EXTENSIONS = {"image/png": "png", "image/jpeg": "jpg"}
@@ -118,6 +121,20 @@ def _normal_colour(text: str) -> str | None:
     return "#" + digits.lower()
 
 
+def _website_address(text: str) -> bool:
+    """An http(s) address with a host name, no user or password, no space or control character (a NUL
+    would not even reach the database)."""
+    if not all(char.isprintable() and not char.isspace() for char in text):
+        return False
+    try:
+        parts = urlsplit(text)
+        hostname = parts.hostname
+    except ValueError:  # an unbalanced [ or ] (IPv6 brackets)
+        return False
+    return parts.scheme in ("https", "http") and bool(hostname) and "." in hostname \
+        and not parts.username and not parts.password
+
+
 def _clean(name: str, raw: str | None) -> tuple[str | None, str | None]:
     """(the value to store, or None for "the default"; an error message or None)."""
     text = " ".join((raw or "").split())
@@ -137,11 +154,8 @@ def _clean(name: str, raw: str | None) -> tuple[str | None, str | None]:
     if name == "contact_email":
         return (text, None) if valid_email(text) else (None, _("Give one email address, such as admissions@example.ac.rw."))
     if name == "website":
-        parts = urlsplit(text)
-        if parts.scheme not in ("https", "http") or not parts.hostname or "." not in parts.hostname \
-                or parts.username or parts.password:
-            return None, _("Give the full address of the website, starting with https://.")
-        return text, None
+        return (text, None) if _website_address(text) else (
+            None, _("Give the full address of the website, starting with https://."))
     return header_safe(text, TEXT_LIMITS[name]), None
 
 
@@ -170,8 +184,9 @@ def update_identity(scope: InstitutionScope, values: dict[str, str | None]) -> l
 def reencoded_logo(data: bytes) -> tuple[bytes, str]:
     """The logo's pixels as a new PNG or JPEG file (the uploaded format), and its content type.
 
-    Raises InvalidInput (field `logo`) for anything but a PNG or JPEG image of at most 256 KB that decodes
-    completely: SVG, GIF, a renamed script, a truncated or corrupt file, a decompression bomb."""
+    Raises InvalidInput (field `logo`) for anything but a PNG or JPEG image of at most 256 KB and 4096 pixels
+    a side that decodes completely: SVG, GIF, a renamed script, a truncated or corrupt file, a decompression
+    bomb."""
     if not data:
         raise InvalidInput(_("Choose a PNG or JPEG file."), field="logo")
     if len(data) > LOGO_MAX_BYTES:
@@ -182,6 +197,10 @@ def reencoded_logo(data: bytes) -> tuple[bytes, str]:
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             with Image.open(io.BytesIO(data), formats=list(LOGO_TYPES)) as image:
                 image_format = image.format
+                if max(image.size) > LOGO_MAX_UPLOAD_SIDE:  # known from the header, before any decoding
+                    raise InvalidInput(_("The logo is %(width)d × %(height)d pixels; make each side at most "
+                                         "%(limit)d pixels.", width=image.width, height=image.height,
+                                         limit=LOGO_MAX_UPLOAD_SIDE), field="logo")
                 image.load()
                 pixels = image.copy()
     except (UnidentifiedImageError, Image.DecompressionBombError, Image.DecompressionBombWarning):
@@ -190,6 +209,9 @@ def reencoded_logo(data: bytes) -> tuple[bytes, str]:
         raise InvalidInput(_("The logo file is damaged or incomplete; export it again as PNG or JPEG."),
                            field="logo") from None
     pixels.thumbnail((LOGO_MAX_SIDE, LOGO_MAX_SIDE))
+    # Pillow's encoders write some of the source's `info` back (a JPEG comment, an ICC profile): keep only the
+    # transparency, which is part of the pixels.
+    pixels.info = {key: value for key, value in pixels.info.items() if key == "transparency"}
     output = io.BytesIO()
     if image_format == "JPEG":
         pixels.convert("RGB").save(output, format="JPEG", quality=90)
