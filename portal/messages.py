@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import flash, g, make_response, redirect, request, url_for
 from flask_babel import gettext as _
 
+from core.config import settings
 from core.errors import InvalidInput
 from core.i18n import LANGUAGES
 from core.messages.log import (
@@ -80,7 +81,8 @@ def messages_default_language():
 def message_detail(message_id: str):
     message = get_message(g.scope, message_id)
     return render_page("messages/detail.html", message=message, body_text=without_private_links(message.body_text),
-                       resend_form=ResendMessageForm(), languages=LANGUAGES)
+                       resend_form=ResendMessageForm(), languages=LANGUAGES,
+                       platform_sender=settings().MAIL_DEFAULT_SENDER)
 
 
 @bp.get("/messages/<message_id>/html")

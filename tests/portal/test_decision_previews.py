@@ -88,3 +88,14 @@ def test_nothing_to_preview_without_a_decision_and_nothing_of_another_institutio
     foreign = factory.application(factory.institution(), decision="accepted")
     for path in ("email", "email.html", "answer-page"):
         assert staff.get(f"/applicants/{foreign.id}/preview/{path}").status_code == 404
+
+
+def test_a_sent_messages_page_shows_its_from_and_reply_to(admin, factory, app):
+    _branded(app, admin.institution, display_name="Gulu University", contact_email="admissions@gu.ac.ug")
+    application = factory.application(admin.institution, decision="rejected")
+    assert admin.post(f"/applicants/{application.id}/send-decision", {"confirm": "y"}).status_code == 302
+    with app.app_context():
+        message_id = db.session.scalar(select(Message.id))
+    text = _text(admin.get(f"/messages/{message_id}"))
+    assert "From Gulu University <no-reply@karibu.localhost>" in text
+    assert "Reply-To admissions@gu.ac.ug" in text
