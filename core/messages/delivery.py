@@ -16,13 +16,14 @@ from __future__ import annotations
 import logging
 import queue
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from sqlalchemy import select
 
 from core.config import settings
 from core.db import db
+from core.messages.private_links import LinkUnreadable, unseal, with_link
 from core.messages.runtime import runtime
 from core.messages.schedule import SCHEDULE
 from core.messages.signing import DkimKeyError, dkim_signer
@@ -65,9 +66,11 @@ class _Claimed:
     body_html: str | None
     message_id_header: str | None
     number: int  # the attempt it is about to get
+    sealed_link: str | None  # the encrypted personal link, kept on the row until the message is sent
     # Never start a send after this: the lease could lapse before it ends (each SMTP step is bounded by
     # MAIL_TIMEOUT).
     deadline: datetime
+    link_error: str | None = None  # why the personal link could not be put in (nothing is sent then)
 
 
 class Transports:
@@ -120,15 +123,18 @@ class _MessageDrain(Drain):
         rows = db.session.execute(
             select(Message.id, Message.channel, Message.recipient, Message.recipient_name, Message.sender,
                    Message.reply_to, Message.subject,
-                   Message.body_text, Message.body_html, Message.message_id_header, Message.attempts + 1)
+                   Message.body_text, Message.body_html, Message.message_id_header, Message.attempts + 1,
+                   Message.private_link)
             .where(Message.id.in_(ids)).order_by(Message.next_attempt_at, Message.created_at)
         ).all()
-        return [_Claimed(*row, deadline=deadline) for row in rows]
+        return [_with_link(_Claimed(*row, deadline=deadline)) for row in rows]
 
     def send(self, message: _Claimed) -> tuple[datetime, Outcome | None]:
         attempted_at = runtime.clock.now()
         if attempted_at >= message.deadline:
             return attempted_at, None
+        if message.link_error:
+            return attempted_at, Outcome.refused(message.link_error)
         try:
             return attempted_at, self.transports.send(message)
         except Exception as error:  # a bug must not lose the outcomes of the other messages
@@ -139,7 +145,18 @@ class _MessageDrain(Drain):
         """Sent, or a failure the server says is permanent (`failed` at once) or temporary (retried)."""
         verdict = SUCCEEDED if outcome.sent else PERMANENT if outcome.permanent else TEMPORARY
         return verdict, {"last_error": outcome.error, "provider_id": outcome.provider_id,
-                         "sent_at": now if outcome.sent else None}
+                         "sent_at": now if outcome.sent else None,
+                         "private_link": None if outcome.sent else message.sealed_link}
+
+
+def _with_link(message: _Claimed) -> _Claimed:
+    """The message with its personal link put into its bodies, in memory only (core.messages.private_links)."""
+    try:
+        link = unseal(message.sealed_link)
+    except LinkUnreadable as error:
+        return replace(message, link_error=f"{error} Resend it from the applicant's file or send a new link.")
+    return replace(message, body_text=with_link(message.body_text, link),
+                   body_html=with_link(message.body_html, link, html=True))
 
 
 def drain_due_messages(time_budget: float = DRAIN_TIME_BUDGET) -> DrainResult:

@@ -1,16 +1,15 @@
 """Reading the outbox (the Messages page, the applicant file, the CLI) and resending a failed message."""
 from __future__ import annotations
 
-import re
-
 from sqlalchemy import select
 
 from core.errors import Conflict, InvalidInput, NotFound
 from core.db import db
 from core.i18n import LANGUAGES
-from core.messages.outbox import drain_after_commit
+from core.messages.outbox import drain_after_commit, response_links
+from core.messages.private_links import LINK_SLOT, seal, shown
 from core.messages.runtime import runtime
-from core.models import Institution
+from core.models import Decision, Institution
 from core.models.messages import CHANNELS, MESSAGE_STATUSES, Message
 from core.paging import KeysetPage
 from core.scoping import InstitutionScope
@@ -58,13 +57,20 @@ def get_message(scope: InstitutionScope, message_id: str) -> Message:
 
 
 def resend_message(scope: InstitutionScope, message_id: str) -> Message:
-    """Queue a failed message again now, with a fresh retry schedule (the same content and Message-ID)."""
+    """Queue a failed message again now, with a fresh retry schedule (the same content and Message-ID; a
+    decision message gets a fresh answer link)."""
     message = db.session.scalars(scope.select(Message).where(Message.id == message_id).with_for_update()
                                  ).one_or_none()
     if message is None:
         raise NotFound("Message not found")
     if message.status != "failed":
         raise Conflict(f"Only a failed message can be resent; this one is {message.status.replace('_', ' ')}.")
+    if message.decision_id is not None:
+        # A fresh answer link, valid from now (the first one may be near its end, or gone with an old key).
+        message.private_link = seal(response_links([db.session.get(Decision, message.decision_id)])
+                                    .get(message.decision_id))
+    elif LINK_SLOT in message.body_text and message.private_link is None:
+        raise Conflict("This email's link can no longer be sent; send a new invitation or password reset instead.")
     now = runtime.clock.now()
     message.status = "queued"
     message.attempts = 0
@@ -95,11 +101,7 @@ def set_default_language(scope: InstitutionScope, language: str) -> Institution:
     return institution
 
 
-# The token of an invitation or reset link opens a staff account: admins see staff emails with it hidden.
-_PRIVATE_LINK = re.compile(r"(/account/(?:invitation|reset)/)[A-Za-z0-9]+")
-PRIVATE_LINK_PLACEHOLDER = "(private link, hidden)"
-
-
 def without_private_links(text: str | None) -> str:
-    """The text of a message as admins may read it: account links keep their path but lose their token."""
-    return _PRIVATE_LINK.sub(lambda match: match.group(1) + PRIVATE_LINK_PLACEHOLDER, text or "")
+    """The text of a message as staff may read it: its personal link named, never filled in (rows written
+    before links were kept out of bodies had their tokens masked by migration 0019)."""
+    return shown(text)

@@ -23,6 +23,7 @@ from core.i18n import DEFAULT_LANGUAGE, supported_language
 from core.institutions.identity import ApplicantIdentity, applicant_identity
 from core.messages.addresses import address_of, header_safe, mailbox, on_domains, valid_email, \
     valid_international_phone
+from core.messages.private_links import LINK_SLOT, seal
 from core.messages.render import RenderedEmail, render_email, render_sms
 from core.messages.runtime import runtime
 from core.models import Applicant, Application, Cycle, Decision, Institution, Program, new_id
@@ -181,19 +182,21 @@ def queue_decision_messages(decisions: Sequence[Decision]) -> int:
     for application_id, applicant, program_name, cycle_name, institution in rows:
         decision = by_application[application_id]
         link = links.get(decision.id)
-        email = composer.email(institution, applicant, program_name, cycle_name, decision.status, link)
+        slot = LINK_SLOT if link else None  # the link itself is stored only encrypted (core.messages.private_links)
+        email = composer.email(institution, applicant, program_name, cycle_name, decision.status, slot)
         message_id = new_id("msg")
         messages.append(_row(
             message_id, decision, "email", applicant.email, email.language, now,
             recipient_name=f"{applicant.first_name} {applicant.last_name}", subject=email.subject,
             body_text=email.text, body_html=email.html, message_id_header=f"<{message_id}@{sender_domain}>",
-            sender=email.sender, reply_to=email.reply_to,
+            sender=email.sender, reply_to=email.reply_to, private_link=seal(link),
             problem=None if valid_email(applicant.email) else "Not a valid email address; nothing was sent."))
         if with_sms and applicant.phone:
             messages.append(_row(
                 new_id("msg"), decision, "sms", applicant.phone, email.language, now,
                 recipient_name=f"{applicant.first_name} {applicant.last_name}",
-                body_text=composer.sms(institution, applicant, program_name, cycle_name, decision.status, link),
+                body_text=composer.sms(institution, applicant, program_name, cycle_name, decision.status, slot),
+                private_link=seal(link),
                 problem=None if valid_international_phone(applicant.phone) else
                 "The phone number is not in international format (+ and country code); nothing was sent."))
     _write(messages)
@@ -289,12 +292,12 @@ def _language_of(applicant: Applicant, institution: Institution) -> str:
 def _row(message_id: str, decision: Decision, channel: str, recipient: str, language: str, now, *,
          recipient_name: str, body_text: str, subject: str = "", body_html: str | None = None,
          message_id_header: str | None = None, sender: str | None = None, reply_to: str | None = None,
-         problem: str | None) -> dict:
+         private_link: str | None = None, problem: str | None) -> dict:
     return {
         "id": message_id, "institution_id": decision.institution_id, "application_id": decision.application_id,
         "decision_id": decision.id, "channel": channel, "recipient": header_safe(recipient, 254),
         "recipient_name": header_safe(recipient_name), "template": DECISION_TEMPLATE, "language": language,
-        "subject": header_safe(subject, 300), "sender": sender, "reply_to": reply_to, "body_text": body_text,
+        "subject": header_safe(subject, 300), "sender": sender, "reply_to": reply_to, "private_link": private_link, "body_text": body_text,
         "body_html": body_html, "message_id_header": message_id_header, "status": "failed" if problem else "queued",
         "attempts": 0, "next_attempt_at": None if problem else now, "lease_token": None, "lease_expires_at": None,
         "last_error": problem, "provider_id": None, "sent_at": None, "created_at": now, "updated_at": now,
@@ -312,15 +315,17 @@ def queue_staff_email(scope: InstitutionScope, recipient: str, template: str, la
                       context: dict) -> Message:
     """Write one email to a staff member (an invitation, a password reset) in the current session, rendered
     from `templates/staff_messages/<template>.*`; the worker sends it after the commit, like applicants'
-    messages, and admins see it on the Messages page (its private link hidden: core.messages.log)."""
+    messages, and admins see it on the Messages page (its link stored only encrypted: core.messages.private_links)."""
     language = supported_language(language) or DEFAULT_LANGUAGE
-    email = render_email(template, language, {**context, "language": language}, folder="staff_messages")
+    email = render_email(template, language, {**context, "link": LINK_SLOT, "language": language},
+                         folder="staff_messages")
     sender_domain = address_of(settings().MAIL_DEFAULT_SENDER).rpartition("@")[2] or "karibu.localhost"
     now = runtime.clock.now()
     message_id = new_id("msg")
     message = Message(
         id=message_id, institution_id=scope.institution_id, channel="email", recipient=header_safe(recipient, 254),
-        template=template, language=language, subject=header_safe(email.subject, 300), body_text=email.text,
+        template=template, language=language, subject=header_safe(email.subject, 300),
+        private_link=seal(context["link"]), body_text=email.text,
         body_html=email.html, message_id_header=f"<{message_id}@{sender_domain}>", status="queued", attempts=0,
         next_attempt_at=now, created_at=now, updated_at=now)
     db.session.add(message)

@@ -37,6 +37,9 @@ class Message(Base):
     # The From mailbox (None: the platform's MAIL_DEFAULT_SENDER) and Reply-To of an email, fixed when written.
     sender: Mapped[str | None] = mapped_column(String(300), nullable=True)
     reply_to: Mapped[str | None] = mapped_column(String(254), nullable=True)
+    # The body holds core.messages.private_links.LINK_SLOT where its personal link goes; the link itself is
+    # here, encrypted, until the message is sent (never in the body, never usable from the database alone).
+    private_link: Mapped[str | None] = mapped_column(Text, nullable=True)
     body_text: Mapped[str] = mapped_column(Text)
     body_html: Mapped[str | None] = mapped_column(Text, nullable=True)
     # The RFC 5322 Message-ID, fixed when the message is written so that every attempt carries the same one.

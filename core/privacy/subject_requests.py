@@ -477,6 +477,7 @@ def erase(scope: InstitutionScope, applicant_or_application_id: str, *, actor: s
         message.subject = ERASED if message.subject else message.subject
         message.body_text = ERASED
         message.body_html = None
+        message.private_link = None
         message.last_error = marks.scrub(message.last_error)
     # Payments and their amounts stay for the accounts; a processor reference that names the person does not
     # (the payment's id keeps it unique per processor).

@@ -70,9 +70,9 @@ def test_admins_see_the_invitation_email_without_its_link(mail_app, smtp, admin,
         message_id = db.session.scalars(select(StaffInvitation)).one() and re.search(
             r'href="/messages/(msg_[A-Za-z0-9]+)"', _text(admin.get("/messages"))).group(1)
     detail = _text(admin.get(f"/messages/{message_id}"))
-    assert "/account/invitation/(private link, hidden)" in detail and token not in detail
+    assert "(personal link, hidden)" in detail and token not in detail
     html = _text(admin.get(f"/messages/{message_id}/html"))
-    assert "private link, hidden" in html and token not in html
+    assert "(personal link, hidden)" in html and token not in html
 
 
 def test_the_password_rules_apply_and_a_refused_password_keeps_the_link(mail_app, smtp, admin, app):

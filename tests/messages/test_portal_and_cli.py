@@ -77,7 +77,8 @@ def test_the_messages_page_lists_filters_and_shows_each_message(mail_app, smtp, 
     html = client.get(f"/messages/{message.id}/html")
     assert html.status_code == 200 and html.mimetype == "text/html"
     assert html.headers["Content-Security-Policy"].startswith("sandbox")
-    assert "/decisions/respond/" in html.get_data(as_text=True)
+    assert "(personal link, hidden)" in html.get_data(as_text=True)
+    assert "/decisions/respond/" not in html.get_data(as_text=True)  # the answer link is never shown or stored
 
     staff, _ = _signed_in(mail_app, factory, institution, role="staff")
     assert staff.get("/messages").status_code == 403

@@ -1,0 +1,49 @@
+"""Personal links are never stored usable. A message's body holds LINK_SLOT where its link goes (the applicant's
+answer link, a staff invitation or password-reset link); the link itself is kept encrypted in
+`messages.private_link` (Fernet, with a key derived from SECRET_KEY under its own label) while the message may
+still be sent, and the worker puts it in only in memory, just before sending. Once sent, the encrypted link is
+dropped: the row keeps what is needed to show the message, and a resend of a decision message gets a fresh link.
+"""
+from __future__ import annotations
+
+from markupsafe import escape
+
+from core.config import settings
+from core.secret_key import decrypted_or_none, derived_fernet
+
+LINK_SLOT = "{personal-link}"
+SHOWN_INSTEAD = "(personal link, hidden)"
+_LABEL = b"karibu.message-private-link.v1"
+
+
+class LinkUnreadable(Exception):
+    """The stored link was encrypted under another SECRET_KEY (or altered)."""
+
+
+def _box():
+    return derived_fernet(settings().SECRET_KEY, _LABEL)
+
+
+def seal(link: str | None) -> str | None:
+    return _box().encrypt(link.encode("utf-8")).decode("ascii") if link else None
+
+
+def unseal(sealed: str | None) -> str | None:
+    if sealed is None:
+        return None
+    link = decrypted_or_none(_box(), sealed.encode("ascii"))
+    if link is None:
+        raise LinkUnreadable("The personal link of this message cannot be decrypted (was SECRET_KEY changed?)")
+    return link.decode("utf-8")
+
+
+def with_link(text: str | None, link: str | None, html: bool = False) -> str | None:
+    """`text` with its link slot filled in (for sending only; never stored)."""
+    if text is None or link is None:
+        return text
+    return text.replace(LINK_SLOT, str(escape(link)) if html else link)
+
+
+def shown(text: str | None) -> str:
+    """`text` as staff may read it: the link slot named, not filled."""
+    return (text or "").replace(LINK_SLOT, SHOWN_INSTEAD)
