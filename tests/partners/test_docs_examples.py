@@ -6,7 +6,8 @@ The server is the app on a free port with `seed-demo` data; each example gets `K
 
 Two markers, as an HTML comment on the line before the fence:
 - `<!-- example: NAME -->`: a complete program (client or webhook receiver) that tests/events/test_doc_examples.py
-  runs with the inputs it needs (a signed delivery, a cursor file); this test checks it is run there.
+  or tests/partners/test_generated_client.py runs with the inputs it needs (a signed delivery, a cursor file, a
+  generated client); this test checks it is run there.
 - `<!-- not-run: reason -->`: not runnable here, and why. The reasons in use: starting the whole service,
   installing on a production host, benchmarks, operator commands on a person's data, developer fragments of
   the core API, payment callbacks that need a processor's secret, PHP and Java (not installed), fragments.
@@ -30,7 +31,8 @@ RUNNABLE = {"bash": "shell", "sh": "shell", "shell": "shell", "python": "python"
             "js": "node", "node": "node"}
 MARKER = re.compile(r"^<!-- (example|not-run): *(.*?) *-->$")
 CURL_FAILS_ON_HTTP_ERRORS = 'curl() { command curl --fail-with-body --silent --show-error "$@"; }\n'
-PROGRAMS_TEST = ROOT / "tests" / "events" / "test_doc_examples.py"
+PROGRAMS_TESTS = (ROOT / "tests" / "events" / "test_doc_examples.py",
+                  ROOT / "tests" / "partners" / "test_generated_client.py")
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,7 @@ RUN_HERE = [example for example in examples() if example.marker is None]
 
 def test_every_marked_example_is_run_elsewhere_or_says_why_not():
     marked = [example for example in examples() if example.marker]
-    programs = PROGRAMS_TEST.read_text()
+    programs = "".join(test.read_text() for test in PROGRAMS_TESTS)
     for example in marked:
         if example.marker == "example":
             assert f'"{example.note}"' in programs, f"{example.where}: {example.note} is run by no test"
@@ -104,8 +106,9 @@ def run(example: Example, folder: Path, env: dict) -> subprocess.CompletedProces
             pytest.skip("node is not installed: the Node example is not run")
         (folder / "example.js").write_text(example.code)
         command = ["node", "example.js"]
-    return subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **env})
+    tools = Path(sys.executable).parent  # this environment's python3 and openapi-python-client come first
+    return subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **env, "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"})
 
 
 @pytest.mark.parametrize("example", RUN_HERE, ids=lambda example: example.where)

@@ -12,6 +12,7 @@ import pytest
 import requests
 
 from core.verification.demo import DEMO_RECORDS
+from tests.events.test_doc_examples import example
 
 # application/zip is a binary body: the generator maps only application/octet-stream to bytes by itself.
 GENERATOR_CONFIG = "content_type_overrides:\n  application/zip: application/octet-stream\n"
@@ -19,8 +20,8 @@ CLIENT_PACKAGE = "karibu_client"
 
 
 @pytest.fixture(scope="module")
-def generated(live_server, tmp_path_factory):
-    """The client package generated from the served document, imported; removed from sys.modules after."""
+def generation(live_server, tmp_path_factory):
+    """The folder holding the client package generated from the served document."""
     folder = tmp_path_factory.mktemp("generated-client")
     (folder / "openapi.json").write_bytes(requests.get(f"{live_server}/api/v1/openapi.json", timeout=10).content)
     (folder / "config.yaml").write_text(GENERATOR_CONFIG)
@@ -34,6 +35,13 @@ def generated(live_server, tmp_path_factory):
     assert result.returncode == 0, output
     assert "warning" not in output.lower() and "unable to" not in output.lower(), output
     assert "skipping" not in output.lower(), output
+    return folder
+
+
+@pytest.fixture(scope="module")
+def generated(generation):
+    """The generated client package, imported; removed from sys.modules after."""
+    folder = generation
     sys.path.insert(0, str(folder))
     try:
         yield importlib.import_module(CLIENT_PACKAGE)
@@ -99,3 +107,15 @@ def test_generated_client_verifies_a_trial_record(generated, live_server):
     answer = api(generated, "verification.create_verification").sync(client=client, body=body)
     assert isinstance(answer, generated.models.VerificationSuccess), answer
     assert answer.record.id == record.reference and answer.billing.charged is False
+
+
+def test_the_documented_client_example_walks_every_application(generation, live_server, tenant, factory, tmp_path):
+    folder = generation
+    made = [factory.application(tenant.institution, program=tenant.program, cycle=tenant.cycle) for _ in range(3)]
+    code = example("api.md", "generated_client_listing.py").replace("limit=100", "limit=2")  # follow the cursor
+    (tmp_path / "listing.py").write_text(code)
+    result = subprocess.run([sys.executable, "listing.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "PYTHONPATH": str(folder), "KARIBU_URL": live_server,
+                                 "KARIBU_API_KEY": tenant.raw_key})
+    assert result.returncode == 0, result.stderr
+    assert sorted(result.stdout.split()) == sorted([application.id for application in made] + ["none"] * 3)
