@@ -10,7 +10,8 @@ Two markers, as an HTML comment on the line before the fence:
   generated client); this test checks it is run there.
 - `<!-- not-run: reason -->`: not runnable here, and why. The reasons in use: starting the whole service,
   installing on a production host, benchmarks, operator commands on a person's data, developer fragments of
-  the core API, payment callbacks that need a processor's secret, PHP and Java (not installed), fragments.
+  the core API, payment callbacks that need a processor's secret, converting a partner's own old webhook
+  secret, fragments. (PHP and Java examples are marked too, though only shell, Python and Node are run.)
 """
 from __future__ import annotations
 
