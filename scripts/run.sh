@@ -65,7 +65,9 @@ Karibu is running.
   Trial API key:  {seed['trial_api_key']}
   Emails go to:   {mail}
 
-  curl -H "Authorization: Bearer {seed['api_key']}" http://127.0.0.1:{port}/api/v1/applications
+  For the examples of README.md and docs/:
+  export KARIBU_URL=http://127.0.0.1:{port} KARIBU_API_KEY={seed['api_key']}
+  curl -H "Authorization: Bearer $KARIBU_API_KEY" "$KARIBU_URL/api/v1/applications"
 
 Send a decision from an applicant's file, then open Messages and click the link in the email.
 Logs: instance/web.log, instance/worker.log, instance/registry-simulator.log, instance/mail-sink.log.

@@ -40,8 +40,9 @@ _SENSITIVE_NAME = re.compile(r"(key|token|secret|password|passwd|signature|auth|
 _SENSITIVE_PATH_PARAMETER = re.compile(r"(^|_)(key|token|secret|password|signature|session|national_id|cursor)$",
                                        re.IGNORECASE)
 _PATH_PARAMETER = re.compile(r"<(?:[^<>:]+:)?([^<>]+)>")
+# Webhook secrets are base64 (`+/=`, `%2B`… in a query) or, made before Standard Webhooks support, URL-safe.
 _SECRET_VALUE = re.compile(
-    r"(sk_(live|trial)_[A-Za-z0-9_]+|whsec_[A-Za-z0-9_\-]+|eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]*)")
+    r"(sk_(live|trial)_[A-Za-z0-9_]+|whsec_[A-Za-z0-9_\-+/=%]+|eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]*)")
 _LONG_DIGITS = re.compile(r"\d{9,}")
 _INSERT_ROW = insert(AuditLog.__table__)
 _AUDIT_COLUMNS = tuple(column.name for column in AuditLog.__table__.c if column.name != "id")

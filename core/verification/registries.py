@@ -78,7 +78,7 @@ NESA = Registry(
             pattern_message="must be 4 to 24 characters: digits, capital letters, '/' or '-'",
         ),
         FieldSpec(
-            name="level", description="Examination level", example="A-Level",
+            name="level", description="Examination level (KNEC calls it `examination`)", example="A-Level",
             enum=("P-Level", "O-Level", "A-Level"),
         ),
     ),
@@ -100,7 +100,8 @@ UNEB = Registry(
         _year_field("Year the examination was sat", "2019"),
         FieldSpec(
             name="level",
-            description="Examination: PLE (primary), UCE (O-Level), UACE (A-Level)", example="UCE",
+            description="Examination: PLE (primary), UCE (O-Level), UACE (A-Level) (KNEC calls this field "
+                        "`examination`)", example="UCE",
             enum=("PLE", "UCE", "UACE"),
         ),
     ),
@@ -121,7 +122,9 @@ KNEC = Registry(
         ),
         _year_field("Year the examination was sat", "2022"),
         FieldSpec(
-            name="examination", description="KCPE (primary) or KCSE (secondary)", example="KCSE",
+            name="examination", example="KCSE",
+            description="KCPE (primary) or KCSE (secondary). KNEC calls the level `examination`; NESA and UNEB "
+                        "call it `level`",
             enum=("KCPE", "KCSE"),
         ),
     ),

@@ -92,9 +92,9 @@ def _message(registry: Registry, name: str, detail: dict) -> str:
     if kind == "extra_forbidden":
         if name.lower() in CANDIDATE_NAME_FIELDS:
             return "candidate names are never sent; the registry returns them"
-        return f"is not a field of {registry.code}: it takes {', '.join(registry.field_names)}"
+        return _not_a_field(registry, name)
     if kind == "missing":
-        return f"is required for {registry.code}"
+        return f"is required for {registry.code}" + (f": one of {', '.join(spec.enum)}" if spec and spec.enum else "")
     if kind == "string_type":
         return "must be a string"
     if kind == "literal_error" and spec is not None:
@@ -104,6 +104,18 @@ def _message(registry: Registry, name: str, detail: dict) -> str:
     if kind == "value_error":
         return str(detail.get("ctx", {}).get("error", detail["msg"]))
     return detail["msg"]
+
+
+def _not_a_field(registry: Registry, name: str) -> str:
+    """Names the fields `registry` takes; a level sent under another registry's name for it (KNEC's
+    `examination`, NESA's and UNEB's `level`) is said plainly."""
+    takes = f"{registry.code} takes {', '.join(registry.field_names)}"
+    others = [other.code for other in REGISTRIES.values() if other.level_field == name != registry.level_field]
+    if others:
+        return (f"is not a field of {registry.code}: {registry.code} calls the examination level "
+                f"{registry.level_field} ({', '.join(registry.levels)}) where {' and '.join(others)} "
+                f"{'call' if len(others) > 1 else 'calls'} it {name}; {takes}")
+    return f"is not a field of {registry.code}: {takes}"
 
 
 def _not_in_future(value: str) -> str:

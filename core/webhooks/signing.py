@@ -1,11 +1,19 @@
-"""Signing secrets and the `v1` request signature.
+"""Signing secrets and the two signatures every delivery carries.
 
-signature = lowercase hex HMAC-SHA256 over `<timestamp>.<raw body>`, keyed with the whole `whsec_…`
-string (UTF-8) exactly as the institution was shown it.
+- The spec's: `X-Karibu-Signature: v1=<hex>`, lowercase hex HMAC-SHA256 over `<timestamp>.<raw body>`, keyed
+  with the whole `whsec_…` string (UTF-8) exactly as the institution was shown it.
+- Standard Webhooks (https://www.standardwebhooks.com): `webhook-signature: v1,<base64>`, HMAC-SHA256 over
+  `<webhook-id>.<webhook-timestamp>.<raw body>`, keyed with the bytes the secret's base64 part decodes to.
+
+Secrets are `whsec_` + standard base64 of 32 random bytes, so both schemes use them unchanged. Secrets made
+before Standard Webhooks support (`whsec_` + 43 URL-safe characters) are not base64: for them the Standard
+Webhooks key is the whole secret's UTF-8 bytes, i.e. the library secret `whsec_` + base64(old secret).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 import secrets
@@ -14,13 +22,23 @@ from core.secret_key import decrypted_or_none, derived_fernet
 
 SECRET_PREFIX = "whsec_"
 SIGNATURE_VERSION = "v1"
+SECRET_BYTES = 32
 USER_AGENT = "Karibu-Webhooks/1"
 _KDF_INFO = b"karibu webhook signing secrets v1"
 
 
 def generate_secret() -> str:
-    """A new signing secret: `whsec_` + 43 URL-safe characters (256 random bits)."""
-    return SECRET_PREFIX + secrets.token_urlsafe(32)
+    """A new signing secret: `whsec_` + standard base64 of 32 random bytes (44 characters)."""
+    return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(SECRET_BYTES)).decode("ascii")
+
+
+def standard_webhooks_key(secret: str) -> bytes:
+    """The Standard Webhooks HMAC key: what the base64 after `whsec_` decodes to, or, for a secret made
+    before Standard Webhooks support (not base64), the whole secret's UTF-8 bytes."""
+    try:
+        return base64.b64decode(secret.removeprefix(SECRET_PREFIX), validate=True)
+    except binascii.Error:
+        return secret.encode("utf-8")
 
 
 def sign(secret: str, timestamp: int, body: bytes) -> str:
@@ -30,9 +48,16 @@ def sign(secret: str, timestamp: int, body: bytes) -> str:
     return f"{SIGNATURE_VERSION}={digest}"
 
 
+def sign_standard(secret: str, message_id: str, timestamp: int, body: bytes) -> str:
+    """The Standard Webhooks `webhook-signature` header value for `body` sent as `message_id` at `timestamp`."""
+    message = f"{message_id}.{int(timestamp)}.".encode("utf-8") + body
+    digest = hmac.new(standard_webhooks_key(secret), message, hashlib.sha256).digest()
+    return f"{SIGNATURE_VERSION},{base64.b64encode(digest).decode('ascii')}"
+
+
 def delivery_headers(*, secret: str, timestamp: int, body: bytes, event_id: str, event_type: str,
                      institution_id: str) -> dict[str, str]:
-    """Every header of a delivery request, signed over exactly `body`."""
+    """Every header of a delivery request, signed over exactly `body`: the spec's, then Standard Webhooks'."""
     return {
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,
@@ -42,6 +67,9 @@ def delivery_headers(*, secret: str, timestamp: int, body: bytes, event_id: str,
         "X-Karibu-Institution-Id": institution_id,
         "X-Karibu-Timestamp": str(int(timestamp)),
         "X-Karibu-Signature": sign(secret, timestamp, body),
+        "webhook-id": event_id,
+        "webhook-timestamp": str(int(timestamp)),
+        "webhook-signature": sign_standard(secret, event_id, timestamp, body),
     }
 
 

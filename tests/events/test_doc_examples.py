@@ -1,4 +1,4 @@
-"""The client programs printed in docs/api.md and docs/webhooks.md, run as written against a live server.
+"""The client programs and receivers printed in docs/api.md and docs/webhooks.md, run as written.
 
 Each is the fenced block after an `<!-- example: NAME -->` marker; the test extracts and runs it, so the docs
 cannot drift from code that works.
@@ -121,27 +121,28 @@ def signed_delivery(app, tenant):
     return secret, body, headers, json.loads(body)
 
 
-def _check_receiver(url: str, body: bytes, headers: dict, envelope: dict) -> None:
+def _check_receiver(url: str, body: bytes, headers: dict, envelope: dict, *, timestamp_header="X-Karibu-Timestamp",
+                    signature_header="X-Karibu-Signature") -> None:
     accepted = requests.post(url, data=body, headers=headers, timeout=10)
     assert accepted.status_code == 204
     again = requests.post(url, data=body, headers=headers, timeout=10)
     assert again.status_code == 204
     tampered = requests.post(url, data=body.replace(b"webhook.test", b"webhook.tesT"), headers=headers, timeout=10)
     assert tampered.status_code == 400
-    stale = {**headers, "X-Karibu-Timestamp": str(int(time.time()) - 3600)}
+    stale = {**headers, timestamp_header: str(int(time.time()) - 3600)}
     assert requests.post(url, data=body, headers=stale, timeout=10).status_code == 400
-    unsigned = {name: value for name, value in headers.items() if name != "X-Karibu-Signature"}
+    unsigned = {name: value for name, value in headers.items() if name != signature_header}
     assert requests.post(url, data=body, headers=unsigned, timeout=10).status_code == 400
 
 
-def _run_receiver(command: list[str], cwd: Path, secret: str, signed) -> str:
+def _run_receiver(command: list[str], cwd: Path, secret: str, signed, **headers_checked) -> str:
     _, body, headers, envelope = signed
     port = _free_port()
     process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env={**os.environ, "KARIBU_WEBHOOK_SECRET": secret, "PORT": str(port)})
     try:
         _wait_until_listening(port, process)
-        _check_receiver(f"http://127.0.0.1:{port}/karibu/webhooks", body, headers, envelope)
+        _check_receiver(f"http://127.0.0.1:{port}/karibu/webhooks", body, headers, envelope, **headers_checked)
     finally:
         process.terminate()
         output, _ = process.communicate(timeout=10)
@@ -163,7 +164,8 @@ def express_dir(tmp_path_factory):
         pytest.skip("node and npm are not installed: the Express receiver is not run")
     folder = tmp_path_factory.mktemp("express")
     (folder / "package.json").write_text('{"name": "karibu-receiver-test", "private": true}')
-    installed = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "express@4"], cwd=folder,
+    installed = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "express@4", "standardwebhooks@1"],
+                               cwd=folder,
                                capture_output=True, text=True, timeout=300)
     assert installed.returncode == 0, installed.stderr
     return folder
@@ -173,4 +175,23 @@ def test_express_receiver_verifies_the_signature(express_dir, signed_delivery):
     secret, _, _, envelope = signed_delivery
     (express_dir / "receiver.js").write_text(example("webhooks.md", "webhook_receiver_express.js"))
     output = _run_receiver(["node", "receiver.js"], express_dir, secret, signed_delivery)
+    assert output.splitlines() == [f"webhook.test {envelope['event_id']}"], "handled once, deduplicated"
+
+
+STANDARD_HEADERS = {"timestamp_header": "webhook-timestamp", "signature_header": "webhook-signature"}
+
+
+def test_standard_webhooks_flask_receiver_verifies_the_signature(signed_delivery, tmp_path):
+    secret, _, _, envelope = signed_delivery
+    (tmp_path / "receiver.py").write_text(example("webhooks.md", "webhook_receiver_standard.py"))
+    output = _run_receiver([sys.executable, "receiver.py"], tmp_path, secret, signed_delivery, **STANDARD_HEADERS)
+    handled = [line for line in output.splitlines() if not line.startswith(" * ")]  # Flask's start banner
+    assert handled == [f"webhook.test {envelope['event_id']}"], "handled once, deduplicated"
+
+
+def test_standard_webhooks_express_receiver_verifies_the_signature(express_dir, signed_delivery):
+    secret, _, _, envelope = signed_delivery
+    (express_dir / "receiver-standard.js").write_text(example("webhooks.md", "webhook_receiver_standard.js"))
+    output = _run_receiver(["node", "receiver-standard.js"], express_dir, secret, signed_delivery,
+                           **STANDARD_HEADERS)
     assert output.splitlines() == [f"webhook.test {envelope['event_id']}"], "handled once, deduplicated"

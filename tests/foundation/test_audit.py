@@ -1,6 +1,7 @@
 import ast
 import re
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from sqlalchemy import MetaData, select, text
@@ -54,6 +55,16 @@ def test_audit_rows_never_hold_secrets(app, client, factory):
     assert first.query == "api_key=[REDACTED]&national_id=[REDACTED]&note=[REDACTED]&token=[REDACTED]&q=[REDACTED]"
     assert first.user_agent == "sync/1.0" and first.request_id and first.duration_ms >= 0
     assert rows[1].status == 401 and rows[1].actor == "anonymous" and rows[1].institution_id is None
+
+
+def test_audit_rows_hide_every_character_of_a_webhook_secret(app, client, factory):
+    _, raw_key = factory.api_key(factory.institution())
+    secret = "whsec_ab+c/de=="  # the base64 alphabet of signing secrets ("+" unencoded in a query is a space)
+    client.get(f"/api/v1/institution?plain={secret.replace('+', '')}&encoded={quote(secret, safe='')}",
+               headers=auth_header(raw_key))
+    with app.app_context():
+        row = db.session.scalars(select(AuditLog)).one()
+    assert row.query == "plain=[REDACTED]&encoded=[REDACTED]"
 
 
 def test_portal_rows_redact_secret_looking_targets(app, client, factory):

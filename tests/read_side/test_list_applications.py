@@ -115,11 +115,18 @@ def test_program_filter_takes_an_id_or_the_exact_name(api_get, tenant, varied):
     assert ids(by_id) == ids(by_name) == [varied["nursing"].id]
 
 
-@pytest.mark.parametrize("parameter", ["cycle", "program"])
-def test_unknown_cycle_or_program_is_a_400_naming_it(api_get, tenant, varied, parameter):
-    response = api_get(tenant, LIST, {parameter: "Alpha 2099 Intake"})
-    assert response.status_code == 400
-    assert response.get_json()["errors"][0]["name"] == parameter
+def test_unknown_cycle_or_program_is_a_400_listing_the_valid_names(api_get, tenant, other_tenant, varied):
+    cycle = api_get(tenant, LIST, {"cycle": "Alpha 2099 Intake"})
+    assert cycle.status_code == 400 and cycle.get_json()["errors"][0]["name"] == "cycle"
+    assert cycle.get_json()["error"] == (
+        "cycle must be the id or the exact name of one of your cycles: 'Alpha 2027 Intake', "
+        "'Alpha University 2026 Intake' (GET /api/v1/cycles lists them with their ids)")
+    program = api_get(tenant, LIST, {"program": "Nursing"})
+    assert program.status_code == 400 and program.get_json()["errors"][0]["name"] == "program"
+    assert program.get_json()["error"] == (
+        "program must be the id or the exact name of one of your programs: 'Alpha University Computer Science', "
+        "'Alpha University Nursing' (GET /api/v1/cycles lists them with their ids)")
+    assert "Beta" not in cycle.get_json()["error"] + program.get_json()["error"]  # only the caller's own
 
 
 def test_unknown_stage_is_a_400_listing_the_pipeline(api_get, factory, tenant, varied):
@@ -127,7 +134,8 @@ def test_unknown_stage_is_a_400_listing_the_pipeline(api_get, factory, tenant, v
     assert response.status_code == 400
     body = response.get_json()
     stages = factory.stages(tenant.institution)
-    assert body["error"] == f"stage must be one of your pipeline's stage ids: {', '.join(stages)}"
+    assert body["error"] == (f"stage must be one of your pipeline's stage ids: {', '.join(stages)} "
+                             "(GET /api/v1/institution lists them)")
     assert body["errors"] == [{"location": "query", "name": "stage", "message": body["error"]}]
 
 

@@ -54,10 +54,10 @@ def test_valid_request_returns_registry_and_exactly_its_fields(issuer):
     ("NESA", "exam_number", ..., "is required for NESA"),
     ("NESA", "exam_number", "01", "must be 4 to 24 characters: digits, capital letters, '/' or '-'"),
     ("NESA", "exam_number", "0101 010452", "must be 4 to 24 characters: digits, capital letters, '/' or '-'"),
-    ("NESA", "level", ..., "is required for NESA"),
+    ("NESA", "level", ..., "is required for NESA: one of P-Level, O-Level, A-Level"),
     ("NESA", "level", "S6", "must be one of P-Level, O-Level, A-Level"),
-    ("NESA", "year", "2021", "is not a field of NESA: it takes national_id, exam_number, level"),
-    ("NESA", "index_number", "U0035/512", "is not a field of NESA: it takes national_id, exam_number, level"),
+    ("NESA", "year", "2021", "is not a field of NESA: NESA takes national_id, exam_number, level"),
+    ("NESA", "index_number", "U0035/512", "is not a field of NESA: NESA takes national_id, exam_number, level"),
     # UNEB
     ("UNEB", "index_number", ..., "is required for UNEB"),
     ("UNEB", "index_number", "U35/512", "must look like U0035/512 (UCE, UACE) or 005012/045 (PLE)"),
@@ -68,10 +68,11 @@ def test_valid_request_returns_registry_and_exactly_its_fields(issuer):
     ("UNEB", "year", 2019.0, "must be a string"),
     ("UNEB", "year", True, "must be a string"),
     ("UNEB", "year", NEXT_YEAR, "must not be in the future"),
-    ("UNEB", "level", ..., "is required for UNEB"),
+    ("UNEB", "level", ..., "is required for UNEB: one of PLE, UCE, UACE"),
     ("UNEB", "level", "A-Level", "must be one of PLE, UCE, UACE"),
-    ("UNEB", "examination", "UCE", "is not a field of UNEB: it takes index_number, year, level"),
-    ("UNEB", "national_id", "1200370015963021", "is not a field of UNEB: it takes index_number, year, level"),
+    ("UNEB", "examination", "UCE", "is not a field of UNEB: UNEB calls the examination level level "
+                                   "(PLE, UCE, UACE) where KNEC calls it examination; UNEB takes index_number, year, level"),
+    ("UNEB", "national_id", "1200370015963021", "is not a field of UNEB: UNEB takes index_number, year, level"),
     # KNEC
     ("KNEC", "index_number", ..., "is required for KNEC"),
     ("KNEC", "index_number", "2040300104", "must be exactly 11 digits"),
@@ -79,9 +80,10 @@ def test_valid_request_returns_registry_and_exactly_its_fields(issuer):
     ("KNEC", "year", ..., "is required for KNEC"),
     ("KNEC", "year", "two thousand", "must be a 4-digit year such as 2021"),
     ("KNEC", "year", NEXT_YEAR, "must not be in the future"),
-    ("KNEC", "examination", ..., "is required for KNEC"),
+    ("KNEC", "examination", ..., "is required for KNEC: one of KCPE, KCSE"),
     ("KNEC", "examination", "KCE", "must be one of KCPE, KCSE"),
-    ("KNEC", "level", "KCSE", "is not a field of KNEC: it takes index_number, year, examination"),
+    ("KNEC", "level", "KCSE", "is not a field of KNEC: KNEC calls the examination level examination "
+                              "(KCPE, KCSE) where NESA and UNEB call it level; KNEC takes index_number, year, examination"),
 ])
 def test_each_field_rule(issuer, field, value, message):
     assert problems(with_changes(issuer, **{field: value})) == [{"name": field, "message": message}]
@@ -122,7 +124,7 @@ def test_every_problem_is_listed_at_once_in_definition_order():
         {"name": "exam_number", "message": "is required for NESA"},
         {"name": "level", "message": "must be one of P-Level, O-Level, A-Level"},
         {"name": "full_name", "message": "candidate names are never sent; the registry returns them"},
-        {"name": "colour", "message": "is not a field of NESA: it takes national_id, exam_number, level"},
+        {"name": "colour", "message": "is not a field of NESA: NESA takes national_id, exam_number, level"},
     ]
 
 

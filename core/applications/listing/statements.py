@@ -25,13 +25,21 @@ def _like_pattern(text: str) -> str:
     return f"%{escaped}%"
 
 
+# How many valid names a 400 lists before it only points to the endpoint that lists them all.
+LISTED_NAMES = 20
+
+
 def referenced_ids(scope: InstitutionScope, model, parameter: str, value: str) -> list[str]:
-    """Ids of the institution's cycles/programs whose id or exact name is `value`; 400 when there is none."""
+    """Ids of the institution's cycles/programs whose id or exact name is `value`; a 400 listing the names
+    (and pointing to GET /api/v1/cycles, which lists cycles with their programs) when there is none."""
     ids = list(db.session.scalars(
         scope.select(model, model.id).where(or_(model.id == value, model.name == value))))
     if not ids:
-        raise bad_parameter(parameter, f"{parameter} must be the id or the exact name of one of your "
-                                       f"{'cycles' if model is Cycle else 'programs'}")
+        names = list(db.session.scalars(scope.select(model, model.name).order_by(model.name).distinct()))
+        listed = ", ".join(repr(name) for name in names[:LISTED_NAMES]) + (", …" if len(names) > LISTED_NAMES else "")
+        kind = "cycles" if model is Cycle else "programs"
+        raise bad_parameter(parameter, f"{parameter} must be the id or the exact name of one of your {kind}: "
+                                       f"{listed or 'you have none'} (GET /api/v1/cycles lists them with their ids)")
     return ids
 
 
@@ -41,7 +49,8 @@ def pipeline_stage(scope: InstitutionScope, value: str) -> str:
     for stage in stages:
         if stage.lower() == value.lower():
             return stage
-    raise bad_parameter("stage", f"stage must be one of your pipeline's stage ids: {', '.join(stages)}")
+    raise bad_parameter("stage", f"stage must be one of your pipeline's stage ids: {', '.join(stages)} "
+                                 "(GET /api/v1/institution lists them)")
 
 
 def _search_condition(scope: InstitutionScope, values: Mapping[str, Any], applicant_joined: bool):
