@@ -26,7 +26,7 @@ from core.config import INSTANCE_DIR, ConfigurationError, Settings, SettingsConf
 from core.db import DeferredMigrate, db
 from core.i18n import compile_catalogues
 from core.redis_faults import count_rate_limiter_faults
-from core.secret_key import resolve_secret_key
+from core.secret_key import resolve_secret_key, warn_about_readable_dotenv
 from jobs.cli import worker_command
 from ops.health import health_bp
 from ops.logs import configure_logging
@@ -71,6 +71,7 @@ def create_app(overrides: dict | None = None) -> Flask:
     configure_logging(app, log_format=settings.LOG_FORMAT, level=settings.LOG_LEVEL)
     check_startup_settings(settings)
     app.config["SECRET_KEY"] = resolve_secret_key(settings.SECRET_KEY, Path(settings.SECRET_KEY_FILE), app.logger)
+    warn_about_readable_dotenv(Path(".env"), app.logger)  # the file Settings.from_environment read
     if settings.METRICS_ENABLED:
         instrument_requests(app)
     register_request_id(app)
