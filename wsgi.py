@@ -132,7 +132,7 @@ def register_input_guard(app: Flask) -> None:
     @app.before_request
     def refuse_input_that_is_not_text():
         try:
-            fault = undecodable_input(request)
+            fault = undecodable_input(request._get_current_object())
         except UnreadableBody as unreadable:
             fault = unreadable.errors[0]
         if fault is None:

@@ -67,23 +67,29 @@ def _fault(location: str, name: str) -> dict:
 
 
 def undecodable_input(request) -> dict | None:
-    """The first part of the request that is not text, as an error problem; None when all of it is."""
+    """The first part of `request` (the request object itself, not Flask's proxy: this runs on every request)
+    that is not text, as an error problem; None when all of it is."""
     environ = request.environ
     if not _wsgi_string_is_text(environ.get("PATH_INFO", "")):
         return _fault("path", "path")
     if not _percent_encoded_is_text(environ.get("QUERY_STRING", "").encode("latin-1", "replace")):
         return _fault("query", "query string")
-    for key, value in environ.items():
-        if (key.startswith("HTTP_") or key in ("CONTENT_TYPE", "CONTENT_LENGTH")) and isinstance(value, str) \
-                and not _wsgi_string_is_text(value):
-            return _fault("header", key.removeprefix("HTTP_").replace("_", "-").title())
-    for name, value in request.cookies.items(multi=True):
-        if not (_decoded_is_text(name) and _decoded_is_text(value)):
-            return _fault("header", "Cookie")
-    if request.mimetype == "application/x-www-form-urlencoded":
+    headers = [(key, value) for key, value in environ.items()
+               if key[:5] == "HTTP_" or key == "CONTENT_TYPE" or key == "CONTENT_LENGTH"]
+    together = "".join(value for _, value in headers if isinstance(value, str))
+    if not (together.isascii() and "\x00" not in together):
+        for key, value in headers:
+            if not (isinstance(value, str) and _wsgi_string_is_text(value)):
+                return _fault("header", key.removeprefix("HTTP_").replace("_", "-").title())
+    if "HTTP_COOKIE" in environ:
+        for name, value in request.cookies.items(multi=True):
+            if not (_decoded_is_text(name) and _decoded_is_text(value)):
+                return _fault("header", "Cookie")
+    mimetype = request.mimetype
+    if mimetype == "application/x-www-form-urlencoded":
         if not _percent_encoded_is_text(request.get_data(cache=True)):
             return _fault("body", "form")
-    elif request.mimetype == "multipart/form-data":
+    elif mimetype == "multipart/form-data":
         for name, value in request.form.items(multi=True):
             if not (_decoded_is_text(name) and _decoded_is_text(value)):
                 return _fault("body", "form")
