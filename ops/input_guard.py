@@ -108,10 +108,13 @@ class UnreadableBody(InvalidInput):
 
 
 class _GuardedInput:
-    """`wsgi.input` whose read failures are `UnreadableBody`."""
+    """`wsgi.input` whose read failures are `UnreadableBody` (anything else is the server's stream's own)."""
 
     def __init__(self, stream):
         self._stream = stream
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
 
     def _guarded(self, method, *args):
         try:

@@ -14,7 +14,9 @@ from sqlalchemy import select
 
 from core.db import db
 from core.models import AuditLog
+from api.openapi import openapi_document
 from tests.conftest import REDIS_URL, app_config
+from tests.openapi_check import assert_conforms
 from tests.operations.processes import Processes, app_environment
 from wsgi import create_app
 
@@ -26,6 +28,8 @@ HOSTILE_HEADERS = {"NUL": "probe\x00", "not UTF-8": "caf\xe9", "encoded surrogat
 HOSTILE_COOKIES = {"NUL": 'probe="\\000"', "not UTF-8": 'probe="\\377"'}
 BODY_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 NOT_TEXT = "must be text (UTF-8) without NUL characters"
+DOCUMENTED_API_OPERATIONS = {(method.upper(), re.sub(r"\{([^}]+)\}", r"<\1>", path))
+                             for path, operations in openapi_document()["paths"].items() for method in operations}
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,11 @@ def undocumented(client, probe: Probe, arguments: dict) -> str | None:
         body = response.get_json(silent=True) or {}
         if body.get("code") != 400 or [e["location"] for e in body.get("errors", [])] != [_location(probe.position)]:
             return f"{probe}: {body}"
+        if (probe.method, probe.rule) in DOCUMENTED_API_OPERATIONS and probe.position in ("query", "header"):
+            try:
+                assert_conforms(response)  # the 400 is in the OpenAPI document of that operation
+            except Exception as error:  # openapi-core's validation errors
+                return f"{probe}: not as documented: {error}"
         return None
     page = response.get_data(as_text=True)
     if response.mimetype != "text/html" or NOT_TEXT not in page:
