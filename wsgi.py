@@ -21,14 +21,16 @@ from api.callbacks import CALLBACKS_PREFIX, callbacks_bp
 from api.errors import handle_api_exception
 from api.json_provider import OrjsonProvider
 from cli import COMMANDS
-from core.audit.recording import record_request, redact_path
+from core.audit.recording import AuditEntry, record_request, redacted_request_path
+from core.errors import InvalidInput
 from core.config import INSTANCE_DIR, ConfigurationError, Settings, SettingsConfig, check_startup_settings
 from core.db import DeferredMigrate, db
 from core.i18n import compile_catalogues
 from core.redis_faults import count_rate_limiter_faults
-from core.secret_key import resolve_secret_key
+from core.secret_key import resolve_secret_key, warn_about_readable_dotenv
 from jobs.cli import worker_command
 from ops.health import health_bp
+from ops.input_guard import GuardedBodyMiddleware, UnreadableBody, undecodable_input
 from ops.logs import configure_logging
 from ops.metrics import count_rate_limit_refusal, instrument_requests, metrics_bp
 from portal.brand_assets import bp as brand_bp
@@ -69,13 +71,16 @@ def create_app(overrides: dict | None = None) -> Flask:
         # Behind the edge (deploy/nginx.conf): the client address is the one the trusted proxies saw.
         proxies = settings.PROXY_COUNT
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies)
+    app.wsgi_app = GuardedBodyMiddleware(app.wsgi_app)  # a body the server cannot read is a 400
     configure_logging(app, log_format=settings.LOG_FORMAT, level=settings.LOG_LEVEL)
     check_startup_settings(settings)
     app.config["SECRET_KEY"] = resolve_secret_key(settings.SECRET_KEY, Path(settings.SECRET_KEY_FILE), app.logger)
+    warn_about_readable_dotenv(Path(".env"), app.logger)  # the file Settings.from_environment read
     if settings.METRICS_ENABLED:
         instrument_requests(app)
     register_request_id(app)
     register_audit(app)
+    register_input_guard(app)
     register_extensions(app)
     register_blueprints(app)
     register_errorhandlers(app)
@@ -113,11 +118,32 @@ def register_audit(app: Flask) -> None:
             started = g.get("request_started", time.perf_counter())
             record_request(
                 entry, status=response.status_code, request_id=g.get("request_id", ""), method=request.method,
-                path=redact_path(request.path, request.url_rule and request.url_rule.rule, request.view_args),
+                path=redacted_request_path(request.path, request.url_rule and request.url_rule.rule,
+                                           request.view_args),
                 query=request.query_string.decode("latin-1"),
                 duration_ms=int((time.perf_counter() - started) * 1000),
                 client_ip=request.remote_addr or "", user_agent=request.user_agent.string or "")
         return response
+
+
+def register_input_guard(app: Flask) -> None:
+    """Before any hook that reads the request (CSRF, sign-in, limits, the API's gate): a path, query, form,
+    header or cookie that is not text, or a body that cannot be read, is refused with a 400 in the shape of the
+    path, and audited (ops/input_guard.py). The refusal comes before sign-in is read: its actor is anonymous."""
+    @app.before_request
+    def refuse_input_that_is_not_text():
+        try:
+            fault = undecodable_input(request._get_current_object())
+        except UnreadableBody as unreadable:
+            fault = unreadable.errors[0]
+        if fault is None:
+            return None
+        if request.path.startswith((api.API_PREFIX, CALLBACKS_PREFIX + "/")):
+            source = "api" if request.path.startswith(api.API_PREFIX) else "callback"
+        else:
+            source = "public" if request.blueprint == public_bp.name else "portal"
+        g.audit = AuditEntry(source=source, action="request.refused", target=f"{fault['location']}: {fault['name']}")
+        raise InvalidInput(fault["message"], errors=[fault])
 
 
 def register_extensions(app: Flask) -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from flask import Blueprint, current_app, g, jsonify, request
 
-from api.auth import add_rate_limit_headers, authenticate_request, enforce_edge_gate
+from api.auth import add_rate_limit_headers, authenticate_request, count_unrouted_request, enforce_edge_gate
 from api.openapi import openapi_json_bytes
 from api.parameters import reject_unknown_query_parameters
 from core.audit.recording import AuditEntry
@@ -24,11 +24,15 @@ def is_api_request() -> bool:
 
 @bp.before_app_request
 def _gate_api_requests():
-    """Runs for every `/api/v1…` path, matched or not: the audit row is declared, then the edge gate."""
+    """Runs for every `/api/v1…` path, matched or not: the audit row is declared, then the edge gate; a path
+    that matched no route is counted by the limits here (the blueprint's own hooks run only for its routes)."""
     if not is_api_request():
         return None
     g.audit = AuditEntry(source="api", action=request.endpoint or "")
     enforce_edge_gate()
+    if request.url_rule is None:
+        count_unrouted_request()
+        _audit_as_the_principal()
     return None
 
 

@@ -90,10 +90,11 @@ def count_authentication_failure() -> None:
 def add_rate_limit_headers(response) -> None:
     """X-RateLimit-Limit/Remaining/Reset of the limit checked last, Retry-After only on a 429.
 
-    That is the credential's limit once authenticated, the address's failed-authentication budget on a 401
-    or on the 429 that budget gives.
+    That is the credential's limit once authenticated, the address's failed-authentication budget after a
+    refused credential (401, or 404 for a key of a disabled institution), an unauthenticated request to a path
+    that matched no route, or on the 429 that budget gives.
     """
-    if g.pop("authentication_failed", False) and response.status_code == 401:
+    if g.pop("authentication_failed", False):
         count_authentication_failure()
     usage = g.get("rate_limit_usage")
     if usage is None:
@@ -121,10 +122,25 @@ def authenticate_request() -> None:
                                  AuthSettings.from_config(settings()))
         if principal.is_trial and not getattr(view, "trial_allowed", False):
             raise NotAuthenticated(TRIAL_KEY_SCOPE)
-    except (NotAuthenticated, NotFound) as refusal:
+    except (NotAuthenticated, NotFound):
         _enforce(_failure_counters(), [])
-        g.authentication_failed = isinstance(refusal, NotAuthenticated)
+        g.authentication_failed = True  # a key of a disabled institution (404) is a failed attempt too
         raise
     g.principal = principal
     g.scope = None if principal.is_trial else InstitutionScope(principal.institution_id)
+    _enforce(_failure_counters(), _credential_counters())
+
+
+def count_unrouted_request() -> None:
+    """An `/api/v1` request that matched no route (404) or not with its method (405) is counted like any
+    other: against the caller's credential when it authenticates, else as one of the address's failed
+    attempts, so probing paths spends the same budget as guessing keys (429 once it is spent). The answer is
+    otherwise the routing's own."""
+    try:
+        principal = authenticate(request.headers.get("Authorization"), AuthSettings.from_config(settings()))
+    except (NotAuthenticated, NotFound):
+        _enforce(_failure_counters(), [])
+        g.authentication_failed = True
+        return
+    g.principal = principal
     _enforce(_failure_counters(), _credential_counters())

@@ -116,6 +116,10 @@ class Settings(BaseModel):
     PORTAL_TWO_FACTOR_ADDRESS_RATE_LIMIT: str = "30/minute"
     # Trial verifications on the public /try page per client address.
     PORTAL_TRY_RATE_LIMIT: str = "30/minute"
+    # Staff sessions end after this many minutes without a request (idle), and this many hours after sign-in
+    # whatever the activity (absolute lifetime); defaults 12 hours and 14 days.
+    PORTAL_SESSION_IDLE_MINUTES: int = Field(default=720, ge=5)
+    PORTAL_SESSION_LIFETIME_HOURS: int = Field(default=336, ge=1)
     # Session cookie: set SESSION_COOKIE_SECURE=true behind TLS.
     SESSION_COOKIE_SECURE: bool = False
     SESSION_COOKIE_SAMESITE: str = "Lax"

@@ -3,14 +3,18 @@
 It signs sessions, cursors and decision links and derives the key that encrypts webhook secrets, so a known
 or guessable value hands all of them to anyone. Unset, a random key is generated once and kept in a file of
 the instance folder (mode 0600) that every later start reuses; several machines must share one key, so a
-warning says to set it explicitly there.
+warning says to set it explicitly there. A key must be long and random (not a repeated or low-variety
+string); a key file that other users may read stops the start, and a readable `.env` is warned about.
 """
 from __future__ import annotations
 
 import base64
 import logging
+import math
 import os
 import secrets
+import stat
+from collections import Counter
 from functools import cache
 from pathlib import Path
 
@@ -22,6 +26,12 @@ MIN_SECRET_KEY_LENGTH = 32
 RETIRED_DEFAULT_SECRET_KEYS = frozenset({"dev-insecure-secret-change-me",
                                          "change-me-to-64-random-characters-shared-by-all-nodes"})
 SECRET_KEY_FILE_NAME = "secret_key"
+# A key must carry at least this much entropy, estimated from its characters' frequencies: a random
+# `token_urlsafe(48)` scores about 350 bits, a random `token_hex(16)` (128 real bits) never less than 90,
+# `x` * 64 scores none. The estimate is crude; the other checks catch what it overrates.
+MIN_SECRET_KEY_BITS = 80
+MIN_DISTINCT_CHARACTERS = 8
+HOW_TO_GENERATE = "python -c 'import secrets; print(secrets.token_urlsafe(48))'"
 
 
 def resolve_secret_key(configured: str, key_file: Path, log: logging.Logger) -> str:
@@ -34,7 +44,7 @@ def resolve_secret_key(configured: str, key_file: Path, log: logging.Logger) -> 
     except OSError as error:
         raise ConfigurationError(f"SECRET_KEY is not set and the generated key cannot be kept in {key_file} "
                                  f"({error.strerror}): set SECRET_KEY, or SECRET_KEY_FILE to a writable path") from None
-    _refuse_weak(key, f"SECRET_KEY (generated into {key_file})")
+    _refuse_weak(key, f"SECRET_KEY (read from {key_file})")
     log.warning("SECRET_KEY is not set: using the generated key in %s. When several machines serve Karibu, "
                 "set the same SECRET_KEY on every one of them (sessions, links and cursors signed by one must "
                 "be accepted by all, and webhook secrets must be decrypted by all).", key_file)
@@ -44,18 +54,40 @@ def resolve_secret_key(configured: str, key_file: Path, log: logging.Logger) -> 
 def _refuse_weak(key: str, name: str) -> None:
     if key in RETIRED_DEFAULT_SECRET_KEYS:
         raise ConfigurationError(f"{name} is the old public default value: set a random SECRET_KEY of at least "
-                                 f"{MIN_SECRET_KEY_LENGTH} characters (or unset it to have one generated)")
+                                 f"{MIN_SECRET_KEY_LENGTH} characters (or unset it to have one generated), e.g. "
+                                 f"{HOW_TO_GENERATE}")
     if len(key) < MIN_SECRET_KEY_LENGTH:
         raise ConfigurationError(f"{name} is too short ({len(key)} characters): use a random value of at least "
-                                 f"{MIN_SECRET_KEY_LENGTH} characters, e.g. "
-                                 "python -c 'import secrets; print(secrets.token_urlsafe(48))'")
+                                 f"{MIN_SECRET_KEY_LENGTH} characters, e.g. {HOW_TO_GENERATE}")
+    weakness = _predictability(key)
+    if weakness:
+        raise ConfigurationError(f"{name} is not random enough ({weakness}): use a random value, e.g. "
+                                 f"{HOW_TO_GENERATE}")
+
+
+def _predictability(key: str) -> str:
+    """Why `key` is guessable despite its length ("" when nothing is found): few distinct characters, a short
+    run repeated, a run of consecutive characters (`abcdef…`, `0123…`), or too little entropy overall."""
+    if len(set(key)) < MIN_DISTINCT_CHARACTERS:
+        return f"fewer than {MIN_DISTINCT_CHARACTERS} different characters"
+    if (key + key).find(key, 1) < len(key):  # a rotation equal to itself: some shorter run repeated
+        return "a short sequence repeated"
+    steps = sum(1 for before, after in zip(key, key[1:]) if abs(ord(after) - ord(before)) <= 1)
+    if steps * 4 >= (len(key) - 1) * 3:
+        return "mostly consecutive or repeated characters"
+    counts = Counter(key).values()
+    bits = -sum(count * math.log2(count / len(key)) for count in counts)
+    if bits < MIN_SECRET_KEY_BITS:
+        return f"about {int(bits)} bits of entropy, at least {MIN_SECRET_KEY_BITS} are needed"
+    return ""
 
 
 def _read_or_create(key_file: Path) -> str:
     """Read the key file, creating it first if absent; safe when several processes start at once.
 
     The new key is written to a private temporary file and linked into place, which fails if another
-    process got there first: then its key is read, so every process ends up with the same one.
+    process got there first: then its key is read, so every process ends up with the same one. A key file
+    that other users may read (group or other permission bits) is refused: its key must be taken as known.
     """
     if not key_file.exists():
         key_file.parent.mkdir(parents=True, exist_ok=True)
@@ -73,7 +105,23 @@ def _read_or_create(key_file: Path) -> str:
             pass
         finally:
             temporary.unlink()
+    mode = stat.S_IMODE(key_file.stat().st_mode)
+    if mode & 0o077:
+        raise ConfigurationError(f"the SECRET_KEY file {key_file} may be read by other users (mode {mode:04o}): "
+                                 f"run chmod 600 {key_file} (and replace the key if anyone else could have read "
+                                 "it), or set SECRET_KEY")
     return key_file.read_text().strip()
+
+
+def warn_about_readable_dotenv(dotenv: Path, log: logging.Logger) -> None:
+    """`.env` holds SECRET_KEY and other secrets: say loudly when other users may read it."""
+    try:
+        mode = stat.S_IMODE(dotenv.stat().st_mode)
+    except OSError:
+        return
+    if mode & 0o077:
+        log.warning("SECURITY: %s may be read by other users (mode %04o) and it can hold SECRET_KEY and other "
+                    "secrets: run chmod 600 %s", dotenv.resolve(), mode, dotenv.resolve())
 
 
 @cache

@@ -1,16 +1,24 @@
 """Logging: text lines for development, or `LOG_FORMAT=json` (one JSON object per line) for collectors.
 
 Every record carries the request id and, where known, the institution of the caller; one `karibu.request`
-line per request adds method, path, status and duration.
+line per request adds method, path, status and duration. Paths are logged as the audit log keeps them
+(core.audit.recording.redacted_request_path): `/decisions/respond/<token>` and the like never reach a log, nor
+through the development server's own access lines.
 """
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import time
+from urllib.parse import unquote
 
 from flask import Flask, g, has_request_context, request
 from pythonjsonlogger.json import JsonFormatter
+from werkzeug.exceptions import HTTPException
+from werkzeug.routing import Map, RequestRedirect
+
+from core.audit.recording import redact_query, redacted_request_path
 
 REQUEST_LOGGER = logging.getLogger("karibu.request")
 TEXT_FORMAT = "%(asctime)s %(levelname)s [%(request_id)s] %(name)s: %(message)s"
@@ -30,6 +38,40 @@ class RequestContextFilter(logging.Filter):
             owner = principal if principal is not None else user
             record.institution_id = getattr(owner, "institution_id", None)
         return True
+
+
+# werkzeug's request line, in the terminal colours it may add.
+_ACCESS_REQUEST_LINE = re.compile(r"^(?P<before>(?:\x1b\[[0-9;]*m)*)(?P<method>[A-Z]+) (?P<target>/\S*) "
+                                  r"(?P<version>HTTP/[0-9.]+)(?P<after>(?:\x1b\[[0-9;]*m)*)$")
+
+
+class AccessLineRedaction(logging.Filter):
+    """The development server's access line (`"GET /path?query HTTP/1.1" 200 -`) with its path and query
+    redacted as the audit log redacts them (the route is found in the app's URL map)."""
+
+    def __init__(self, url_map: Map):
+        super().__init__()
+        self.url_map = url_map
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and args and isinstance(args[0], str):
+            line = _ACCESS_REQUEST_LINE.match(args[0])
+            if line:
+                target = self.redacted(line["method"], line["target"])
+                record.args = (f"{line['before']}{line['method']} {target} {line['version']}{line['after']}",
+                               *args[1:])
+        return True
+
+    def redacted(self, method: str, target: str) -> str:
+        path, _, query = target.partition("?")
+        path = unquote(path, errors="replace")
+        try:
+            rule, arguments = self.url_map.bind("localhost").match(path, method=method, return_rule=True)
+        except (HTTPException, RequestRedirect):
+            rule, arguments = None, None
+        shown = redacted_request_path(path, rule and rule.rule, arguments)
+        return f"{shown}?{redact_query(query)}" if query else shown
 
 
 def json_formatter() -> logging.Formatter:
@@ -57,6 +99,9 @@ def configure_logging(app: Flask, log_format: str, level: str) -> None:
         logger.addFilter(RequestContextFilter())
     if log_format == "json":
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # its access lines would duplicate ours
+    werkzeug_logger = logging.getLogger("werkzeug")
+    werkzeug_logger.filters[:] = [f for f in werkzeug_logger.filters if not isinstance(f, AccessLineRedaction)]
+    werkzeug_logger.addFilter(AccessLineRedaction(app.url_map))
 
     @app.before_request
     def _start_request_clock():
@@ -66,9 +111,11 @@ def configure_logging(app: Flask, log_format: str, level: str) -> None:
     def _log_request(response):
         started = g.get("request_started")
         if started is not None:
+            path = redacted_request_path(request.path, request.url_rule and request.url_rule.rule,
+                                         request.view_args)
             REQUEST_LOGGER.info(
-                "%s %s %s", request.method, request.path, response.status_code,
-                extra={"method": request.method, "path": request.path, "status": response.status_code,
+                "%s %s %s", request.method, path, response.status_code,
+                extra={"method": request.method, "path": path, "status": response.status_code,
                        "duration_ms": round((time.perf_counter() - started) * 1000, 2),
                        "endpoint": request.endpoint or ""})
         return response

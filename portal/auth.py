@@ -102,6 +102,13 @@ def complete_sign_in(user: User) -> None:
     audit("login", user.id, user=user)
 
 
+def renew_session_record(user: User) -> None:
+    """A signed-in browser whose sessions were all ended (two-factor turned on) goes on under a new record;
+    copies of its old cookie stay dead."""
+    session[SESSION_RECORD_KEY] = start_session(user, user_agent=request.user_agent.string,
+                                                address=request.remote_addr or "").id
+
+
 def _password_accepted(user: User, next_url: str | None):
     """The password (and, with several accounts, the institution) is right: ask for the second factor when the
     account has one (or must enrol one first), else finish signing in."""

@@ -14,12 +14,12 @@ from core.accounts import two_factor
 from core.config import settings
 from core.scoping import InstitutionScope
 from portal import bp
-from portal.auth import complete_sign_in
+from portal.auth import complete_sign_in, renew_session_record
 from portal.forms import ActionForm, AdminTwoFactorForm, TwoFactorCodeForm, TwoFactorDisableForm, submitted
 from portal.limiter import limiter
 from portal.pending_sign_in import PENDING_KEY, end_pending_sign_in, pending_sign_in
 from portal.rendering import render_page
-from portal.security import admin_required, audit, staff_required
+from portal.security import SESSION_RECORD_KEY, admin_required, audit, staff_required
 
 # What an admin who must enrol may still open before enrolling.
 _OPEN_WHILE_ENROLMENT_IS_DUE = {"portal.two_factor_enrol", "portal.logout", "portal.two_factor_page",
@@ -190,6 +190,7 @@ def two_factor_enrol():
         form.code.errors.append(gettext("That code does not match. Check the time on your phone and type the "
                                         "newest code."))
         return _enrolment_page(current_user, form, action, status=422)
+    renew_session_record(current_user)  # enrolling ended every session of the user, this browser's too
     audit("two_factor.enrolled", current_user.id)
     return _recovery_codes_page(codes, url_for("portal.account"), status=201)
 
@@ -226,7 +227,7 @@ def two_factor_disable():
 @admin_required
 def two_factor_rule():
     required = submitted(AdminTwoFactorForm()).required.data
-    two_factor.set_admin_requirement(g.scope, required)
+    two_factor.set_admin_requirement(g.scope, required, keep_session_id=session.get(SESSION_RECORD_KEY))
     audit("institution.admin_two_factor", "required" if required else "optional")
     flash(gettext("Admins must now sign in with two-factor.") if required
           else gettext("Two-factor sign-in is now optional for admins."), "ok")

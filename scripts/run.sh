@@ -9,7 +9,12 @@ source scripts/lib.sh
 ensure_venv ""
 if [ ! -f .env ]; then
   say "Writing .env with a fresh SECRET_KEY"
-  echo "SECRET_KEY=$("$PYTHON" -c 'import secrets; print(secrets.token_urlsafe(48))')" > .env
+  # Readable by this user only (umask in a subshell: the files written later keep the usual mode).
+  (umask 077; echo "SECRET_KEY=$("$PYTHON" -c 'import secrets; print(secrets.token_urlsafe(48))')" > .env)
+fi
+if [ -n "$(find .env -perm /077)" ]; then
+  say "WARNING: .env may be read by other users; making it private (chmod 600 .env)"
+  chmod 600 .env
 fi
 set -a; source .env; set +a
 export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/0}"

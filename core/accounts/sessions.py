@@ -1,12 +1,14 @@
 """Server-side records of signed-in staff browsers: created at sign-in, checked on every request, ended at
-sign-out, by the user ("end", "sign out everywhere") and by every change that must sign a user out (password
-changed or reset, role changed, account deactivated)."""
+sign-out, by the user ("end", "sign out everywhere"), by every change that must sign a user out (password
+changed or reset, role changed, account deactivated, two-factor turned on or required), and by time: after
+`PORTAL_SESSION_IDLE_MINUTES` without a request and `PORTAL_SESSION_LIFETIME_HOURS` after sign-in."""
 from __future__ import annotations
 
 from datetime import timedelta
 
 from sqlalchemy import select, update
 
+from core.config import settings
 from core.db import db
 from core.models import User, utcnow
 from core.models.accounts import StaffSession
@@ -24,17 +26,36 @@ def start_session(user: User, *, user_agent: str, address: str) -> StaffSession:
 
 
 def live_session(session_id: str | None, user_id: str) -> StaffSession | None:
-    """The session record if it belongs to `user_id` and has not ended; refreshes last_seen_at."""
+    """The session record if it belongs to `user_id` and has not ended; refreshes last_seen_at.
+
+    A session idle for too long, or older than the absolute lifetime, is ended here (and is not live).
+    """
     if not isinstance(session_id, str) or not session_id:
         return None
     record = db.session.get(StaffSession, session_id)
     if record is None or record.user_id != user_id or record.ended_at is not None:
         return None
     now = utcnow()
+    expiry = _expiry_reason(record, now)
+    if expiry:
+        record.ended_at, record.ended_reason = now, expiry
+        db.session.commit()
+        return None
     if now - record.last_seen_at >= LAST_SEEN_RESOLUTION:
         record.last_seen_at = now
         db.session.commit()
     return record
+
+
+def _expiry_reason(record: StaffSession, now) -> str:
+    """`idle` or `expired` when the session has run out of time, else "". The idle time is measured from
+    last_seen_at, which lags by up to LAST_SEEN_RESOLUTION."""
+    config = settings()
+    if now - record.created_at >= timedelta(hours=config.PORTAL_SESSION_LIFETIME_HOURS):
+        return "expired"
+    if now - record.last_seen_at >= timedelta(minutes=config.PORTAL_SESSION_IDLE_MINUTES):
+        return "idle"
+    return ""
 
 
 def end_session(user: User, session_id: str, reason: str) -> bool:
@@ -59,7 +80,11 @@ def end_all_sessions(user_id: str, reason: str, *, commit: bool = True) -> int:
 
 
 def live_sessions(user: User) -> list[StaffSession]:
-    """The user's sessions that have not ended, most recently seen first."""
+    """The user's sessions that have not ended nor run out of time, most recently seen first."""
+    config, now = settings(), utcnow()
     return list(db.session.scalars(
-        select(StaffSession).where(StaffSession.user_id == user.id, StaffSession.ended_at.is_(None))
+        select(StaffSession).where(
+            StaffSession.user_id == user.id, StaffSession.ended_at.is_(None),
+            StaffSession.created_at > now - timedelta(hours=config.PORTAL_SESSION_LIFETIME_HOURS),
+            StaffSession.last_seen_at > now - timedelta(minutes=config.PORTAL_SESSION_IDLE_MINUTES))
         .order_by(StaffSession.last_seen_at.desc()).limit(SESSION_LIST_LIMIT)))

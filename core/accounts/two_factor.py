@@ -7,6 +7,10 @@
   step at or before the last one accepted: a code seen over someone's shoulder cannot be replayed, even in
   its window. The step is advanced with a conditional UPDATE, so two requests racing with one code cannot
   both win.
+- Turning two-factor on ends what it replaces: enrolling ends every session of the user (the enrolling browser
+  gets a fresh one from the portal), and an institution requiring it of admins ends the sessions of its admins
+  who have not enrolled, all opened with the password alone (the deciding admin's own browser is kept, and
+  must enrol before anything else).
 - Recovery codes are 16 characters of Crockford base32 (80 random bits), shown once and stored as SHA-256.
   A slow hash (argon2) is for low-entropy passwords; 80 random bits cannot be brute-forced from a plain
   SHA-256, and a hash can be looked up by value (no argon2 run per stored code at every sign-in).
@@ -27,7 +31,10 @@ from core.config import settings
 from core.errors import Conflict, NotFound
 from core.db import db
 from core.models import RecoveryCode, TwoFactorCredential, User, utcnow
+from core.models.accounts import StaffSession
+from core.models.identity import ROLE_ADMIN
 from core.accounts.passwords import verify_password
+from core.accounts.sessions import end_all_sessions
 from core.scoping import InstitutionScope
 from core.secret_key import decrypted_or_none, derived_fernet
 
@@ -129,7 +136,8 @@ def start_enrolment(user: User) -> Enrolment:
 
 def confirm_enrolment(user: User, code: str) -> list[str] | None:
     """Switch two-factor sign-in on when `code` comes from the pending secret: the new recovery codes, or
-    None when the code does not match."""
+    None when the code does not match. Every session of the user ends with it (they were opened with the
+    password alone); the caller starts a fresh one for the enrolling browser."""
     credential = _credential(user)
     if credential is None or credential.confirmed_at is not None:
         raise Conflict("There is no enrolment waiting for a code. Start again.")
@@ -137,6 +145,7 @@ def confirm_enrolment(user: User, code: str) -> list[str] | None:
         return None
     credential.confirmed_at = utcnow()
     codes = _replace_recovery_codes(user)
+    end_all_sessions(user.id, "two_factor_enrolled", commit=False)
     db.session.commit()
     return codes
 
@@ -192,13 +201,26 @@ def reset(scope: InstitutionScope, email: str) -> tuple[User, bool]:
     return user, had
 
 
-def set_admin_requirement(scope: InstitutionScope, required: bool) -> bool:
-    """Require (or stop requiring) two-factor sign-in for the institution's admins; whether it changed."""
+def set_admin_requirement(scope: InstitutionScope, required: bool, *, keep_session_id: str | None = None) -> bool:
+    """Require (or stop requiring) two-factor sign-in for the institution's admins; whether it changed.
+
+    Requiring it ends, in the same transaction, every session of the institution's admins who have not
+    enrolled (opened with the password alone), except `keep_session_id`: the deciding admin's browser.
+    """
     institution = scope.institution()
     if institution is None:
         raise NotFound("Institution not found")
     changed = institution.require_admin_two_factor != required
     institution.require_admin_two_factor = required
+    if changed and required:
+        enrolled = select(TwoFactorCredential.user_id).where(TwoFactorCredential.confirmed_at.is_not(None))
+        admins_without = scope.select(User, User.id).where(User.role == ROLE_ADMIN, User.id.not_in(enrolled))
+        db.session.execute(
+            update(StaffSession)
+            .where(StaffSession.user_id.in_(admins_without), StaffSession.ended_at.is_(None),
+                   StaffSession.id != (keep_session_id or ""))
+            .values(ended_at=utcnow(), ended_reason="two_factor_required")
+            .execution_options(synchronize_session=False))
     db.session.commit()
     return changed
 

@@ -92,6 +92,20 @@ def redact_path(path: str, rule: str | None, arguments: Mapping[str, object] | N
     return _PATH_PARAMETER.sub(value, rule)
 
 
+def storable_text(text: str) -> str:
+    """`text` as a database (PostgreSQL refuses NUL in text) or a log line can keep it: NUL and lone
+    surrogates written as escapes."""
+    if text.isascii() and "\x00" not in text:
+        return text
+    return text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def redacted_request_path(path: str, rule: str | None, arguments: Mapping[str, object] | None) -> str:
+    """What the audit log, the request log and error reports keep of a request path: secret route parameters
+    and secret-looking values masked (`redact_path`, `redact_text`), NUL and lone surrogates escaped."""
+    return storable_text(redact_text(redact_path(path, rule, arguments)))
+
+
 def record_request(entry: AuditEntry, *, status: int, request_id: str, method: str, path: str, query: str,
                    duration_ms: int, client_ip: str, user_agent: str) -> None:
     """Write the row of one request. A failure is logged loudly but never fails the response."""
@@ -103,6 +117,9 @@ def record_request(entry: AuditEntry, *, status: int, request_id: str, method: s
     for name in ("path", "target", "action", "user_agent"):
         if fields[name]:
             fields[name] = redact_text(str(fields[name]))
+    for name, value in fields.items():  # a refused request's path or header may hold what the database refuses
+        if isinstance(value, str):
+            fields[name] = storable_text(value)
     for name in ("actor", "path", "target", "action", "user_agent"):  # the actor is a key prefix or an email
         fields[name] = fields[name][:AuditLog.__table__.c[name].type.length]
     try:

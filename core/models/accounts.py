@@ -58,5 +58,5 @@ class StaffSession(Base):
     address: Mapped[str] = mapped_column(String(64), default="")
     ended_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
     # Why it ended: sign_out, ended_by_user, sign_out_everywhere, password_changed, password_reset,
-    # role_changed, deactivated.
+    # role_changed, deactivated, idle, expired, two_factor_enrolled, two_factor_required.
     ended_reason: Mapped[str | None] = mapped_column(String(32), nullable=True)

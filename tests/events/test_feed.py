@@ -120,7 +120,6 @@ def test_since_filter(app, feed_get, tenant, emit):
     ({"limit": "1001"}, "limit", "limit must be an integer between 1 and 1000"),
     ({"cursor": "garbage"}, "cursor", "invalid cursor"),
     ({"after": "evt_x"}, "after", "unknown query parameter 'after'"),
-    ({"type": "webhook.test\x00"}, "type", "type must not contain NUL characters"),
 ])
 def test_bad_parameters_are_400_naming_them(feed_get, tenant, params, name, message):
     response = feed_get(tenant, params=params)
@@ -162,7 +161,7 @@ def test_one_event_by_id(app, feed_get, tenant, other_tenant, emit):
     body = feed_get(tenant, f"{FEED}/{ping}").get_json()
     with app.app_context():
         assert body == {"code": 200, "data": json.loads(event_body(db.session.get(Event, ping)))}
-    for missing in (foreign, "evt_doesnotexist", "evt_%00"):
+    for missing in (foreign, "evt_doesnotexist"):
         response = feed_get(tenant, f"{FEED}/{missing}")
         assert response.status_code == 404
         assert response.get_json() == {"code": 404, "error": "Event not found", "errors": [

@@ -1,10 +1,13 @@
-"""API rate limits are keyed on the resolved credential: no spelling, route or junk key gets a fresh count."""
+"""API rate limits are keyed on the resolved credential: no spelling, route or junk key gets a fresh count, and
+every /api/v1 request counts, routed or not, with a live institution or not."""
 from __future__ import annotations
 
 import itertools
 
 import pytest
 
+from core.db import db
+from core.models import Institution
 from tests.foundation.test_auth import oidc  # noqa: F401 (fixture)
 from tests.openapi_check import assert_conforms
 
@@ -100,3 +103,37 @@ def test_identity_provider_subject_has_one_counter_whatever_token_it_presents(cl
     assert statuses == [200, 200, 200, 429]
     other = oidc.token(institution_id=institution.id, sub=subject + "-other")
     assert get(client, "/api/v1/institution", f"Bearer {other}", address).status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/api/v1/no-such-thing", "/api/v1/applications/x/y/z", "/api/v1"])
+def test_probing_unrouted_paths_spends_the_failure_budget(client, limits, address, path):
+    limits(auth_failures="3/minute")
+    statuses = [get(client, path, None, address).status_code for _ in range(4)]
+    assert statuses == [404, 404, 404, 429]
+    assert get(client, "/api/v1/institution", "Bearer junk", address).status_code == 429  # one budget
+    assert get(client, path, None, "10.254.0.3").status_code == 404  # per address
+
+
+def test_a_wrong_method_without_a_key_spends_the_failure_budget(client, limits, address):
+    limits(auth_failures="2/minute")
+    answers = [client.post("/api/v1/institution", environ_overrides={"REMOTE_ADDR": address}) for _ in range(3)]
+    assert [answer.status_code for answer in answers] == [405, 405, 429]
+
+
+def test_unrouted_paths_count_against_a_valid_key(client, factory, limits, address):
+    limits(per_credential="3/minute", auth_failures="100/minute")
+    _, key = factory.api_key(factory.institution())
+    statuses = [get(client, path, f"Bearer {key}", address).status_code
+                for path in ("/api/v1/no-such-thing", "/api/v1/institution", "/api/v1/nope", "/api/v1/institution")]
+    assert statuses == [404, 200, 404, 429]
+
+
+def test_keys_of_a_disabled_institution_spend_the_failure_budget(app, client, factory, limits, address):
+    limits(auth_failures="3/minute")
+    institution = factory.institution()
+    _, key = factory.api_key(institution)
+    with app.app_context():
+        db.session.get(Institution, institution.id).status = "disabled"
+        db.session.commit()
+    statuses = [get(client, "/api/v1/institution", f"Bearer {key}", address).status_code for _ in range(4)]
+    assert statuses == [404, 404, 404, 429]

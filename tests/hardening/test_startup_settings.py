@@ -24,6 +24,7 @@ from wsgi import create_app
 
 ROOT = Path(__file__).resolve().parents[2]
 OLD_DEFAULT = "dev-insecure-secret-change-me"
+STRONG_KEY = "kV3r8-Qm2ZtP9wLx_4NbHs7YcJ1aGf6D"  # as random as a key from secrets.token_urlsafe(24)
 
 
 ATTACKER_ADDRESS, ATTACKER_AGENT = "203.0.113.7", "attacker-agent/1.0"
@@ -81,18 +82,22 @@ def flask_cli(tmp_path: Path, *args: str, **environment: str) -> subprocess.Comp
 
 
 @pytest.mark.parametrize("weak_key", [OLD_DEFAULT, "change-me-to-64-random-characters-shared-by-all-nodes",
-                                      "x" * (MIN_SECRET_KEY_LENGTH - 1), "test-secret-key"])
+                                      "x" * (MIN_SECRET_KEY_LENGTH - 1), "test-secret-key",
+                                      " " * MIN_SECRET_KEY_LENGTH, "a" * MIN_SECRET_KEY_LENGTH, "k" * 64,
+                                      "0123456789abcdef" * 2, "Zq8#" * 16, "abcdefghijklmnopqrstuvwxyz012345",
+                                      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab7"])
 def test_the_app_refuses_to_start_with_a_weak_secret_key(tmp_path, weak_key):
     completed = flask_cli(tmp_path, "routes", SECRET_KEY=weak_key)
     assert completed.returncode != 0
     assert "Karibu cannot start: SECRET_KEY" in completed.stderr
+    assert "secrets.token_urlsafe(48)" in completed.stderr  # how to make a good one
     assert "Traceback" not in completed.stderr
-    assert weak_key not in completed.stderr + completed.stdout  # the rejected key is not echoed
+    if weak_key.strip():
+        assert weak_key not in completed.stderr + completed.stdout  # the rejected key is not echoed
 
 
 def test_a_strong_secret_key_starts(tmp_path):
-    completed = flask_cli(tmp_path, "routes", SECRET_KEY="k" * MIN_SECRET_KEY_LENGTH,
-                          SECRET_KEY_FILE=str(tmp_path / "unused"))
+    completed = flask_cli(tmp_path, "routes", SECRET_KEY=STRONG_KEY, SECRET_KEY_FILE=str(tmp_path / "unused"))
     assert completed.returncode == 0, completed.stderr
     assert not (tmp_path / "unused").exists()
 
@@ -111,6 +116,39 @@ def test_unset_secret_key_is_generated_once_private_and_reused(tmp_path):
     assert [path.name for path in key_file.parent.iterdir()] == ["secret_key"]  # no temporary files left
 
 
+def test_a_key_file_that_others_may_read_stops_the_app(tmp_path):
+    key_file = tmp_path / "instance" / "secret_key"
+    assert flask_cli(tmp_path, "routes", SECRET_KEY_FILE=str(key_file)).returncode == 0
+    key_file.chmod(0o644)
+    completed = flask_cli(tmp_path, "routes", SECRET_KEY_FILE=str(key_file))
+    assert completed.returncode != 0
+    assert f"Karibu cannot start: the SECRET_KEY file {key_file} may be read by other users (mode 0644)" \
+        in completed.stderr
+    assert f"chmod 600 {key_file}" in completed.stderr and "Traceback" not in completed.stderr
+    key_file.chmod(0o600)
+    assert flask_cli(tmp_path, "routes", SECRET_KEY_FILE=str(key_file)).returncode == 0
+
+
+def test_a_readable_dotenv_is_warned_about_loudly(tmp_path):
+    dotenv = tmp_path / ".env"
+    dotenv.write_text(f"SECRET_KEY={STRONG_KEY}\n")
+    dotenv.chmod(0o644)
+    completed = flask_cli(tmp_path, "routes")
+    assert completed.returncode == 0, completed.stderr
+    assert f"SECURITY: {dotenv} may be read by other users (mode 0644)" in completed.stderr
+    dotenv.chmod(0o600)
+    completed = flask_cli(tmp_path, "routes")
+    assert completed.returncode == 0 and "SECURITY" not in completed.stderr
+
+
+def test_run_sh_writes_a_private_dotenv():
+    """scripts/run.sh creates `.env` under umask 077 and makes an existing readable one private."""
+    script = (ROOT / "scripts" / "run.sh").read_text()
+    creating = next(line for line in script.splitlines() if "> .env" in line)
+    assert creating.strip().startswith("(umask 077;")
+    assert "chmod 600 .env" in script
+
+
 def test_settings_come_from_the_environment_over_dotenv_by_any_case(tmp_path, monkeypatch):
     from core.config import Settings
     (tmp_path / ".env").write_text("MAIL_PORT=2525\nmail_use_tls=true\nLOG_LEVEL=DEBUG\nNOT_A_SETTING=1\n"
@@ -127,7 +165,7 @@ def test_settings_come_from_the_environment_over_dotenv_by_any_case(tmp_path, mo
 @pytest.mark.parametrize(("name", "value"), [("MAIL_PORT", "twenty-five"), ("EVENTS_RETENTION_DAYS", "7"),
                                              ("METRICS_ENABLED", "perhaps")])
 def test_a_malformed_setting_stops_the_app_naming_it(tmp_path, name, value):
-    completed = flask_cli(tmp_path, "routes", SECRET_KEY="k" * MIN_SECRET_KEY_LENGTH, **{name: value})
+    completed = flask_cli(tmp_path, "routes", SECRET_KEY=STRONG_KEY, **{name: value})
     assert completed.returncode != 0
     assert f"Karibu cannot start: {name}: " in completed.stderr
     assert "Traceback" not in completed.stderr
@@ -163,7 +201,7 @@ def test_oidc_without_issuer_or_audience_refuses_to_start(tmp_path, missing):
     settings = {"OIDC_JWKS_URL": "https://idp.example.ac.rw/jwks", "OIDC_ISSUER": "https://idp.example.ac.rw",
                 "OIDC_AUDIENCE": "karibu-api"}
     settings.update({name: "" for name in missing})
-    completed = flask_cli(tmp_path, "routes", SECRET_KEY="k" * MIN_SECRET_KEY_LENGTH, **settings)
+    completed = flask_cli(tmp_path, "routes", SECRET_KEY=STRONG_KEY, **settings)
     assert completed.returncode != 0
     assert "Karibu cannot start: OIDC is enabled" in completed.stderr
     assert all(name in completed.stderr for name in missing)

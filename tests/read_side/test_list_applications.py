@@ -194,7 +194,6 @@ def test_format_matches_whatever_its_case(api_get, tenant, varied):
     ({"updated_since": "2026-13-01T00:00:00Z"}, "updated_since", None),
     ({"submitted_after": "0001-01-01T00:00:00+01:00"}, "submitted_after", None),
     ({"submitted_before": "9999-12-31T23:59:59-01:00"}, "submitted_before", None),
-    ({"stage": "a\x00b"}, "stage", "stage must not contain NUL characters"),
 ])
 def test_bad_parameters_are_400_naming_the_parameter(api_get, tenant, params, parameter, message):
     response = api_get(tenant, LIST, params)

@@ -1,0 +1,52 @@
+"""Request logs (text and JSON, and the development server's access lines) redact token paths as the audit log
+does: no `/account/reset/<token>`, `/account/invitation/<token>` or `/decisions/respond/<token>` in clear."""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import urllib.request
+
+import pytest
+from werkzeug.serving import make_server
+
+from ops.logs import json_formatter
+
+TOKEN = "Zt4xQ9pLmW2vR7kB1nC8dF3gH6jK0sYa"
+TOKEN_PATHS = [f"/account/reset/{TOKEN}", f"/account/invitation/{TOKEN}", f"/decisions/respond/{TOKEN}",
+               f"/decisions/respond/{TOKEN}?lang=sw&token={TOKEN}"]
+
+
+@pytest.mark.parametrize("path", TOKEN_PATHS)
+def test_the_request_log_line_masks_the_token(client, caplog, path):
+    with caplog.at_level(logging.INFO, logger="karibu.request"):
+        client.get(path)
+    records = [record for record in caplog.records if record.name == "karibu.request"]
+    assert len(records) == 1
+    text_line = logging.Formatter("%(message)s").format(records[0])
+    json_line = json.loads(json_formatter().format(records[0]))
+    assert "[REDACTED]" in text_line and "[REDACTED]" in json_line["path"]
+    assert TOKEN not in text_line + json.dumps(json_line)
+
+
+@pytest.fixture
+def served(app):
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_the_development_servers_access_lines_mask_the_token(served, caplog):
+    with caplog.at_level(logging.INFO, logger="werkzeug"):
+        for path in TOKEN_PATHS:
+            try:
+                urllib.request.urlopen(served + path, timeout=10).read()
+            except urllib.error.HTTPError:
+                pass
+    lines = [record.getMessage() for record in caplog.records if record.name == "werkzeug"]
+    assert len(lines) == len(TOKEN_PATHS)
+    assert all("[REDACTED]" in line for line in lines), lines
+    assert not any(TOKEN in line for line in lines), lines
