@@ -185,8 +185,7 @@ def answer_page_preview(application, decision_status: str, language: str):
     return _private(_render("public/decision.html", applicant_identity(institution), decision=decision,
                             application=application, form=DecisionResponseForm(formdata=None),
                             answerable=_answerable(decision), preview=True, public_languages=LANGUAGES,
-                            language_url=lambda code: url_for(request.endpoint, **request.view_args,
-                                                              **{**request.args.to_dict(), "lang": code})))
+                            language_url=_language_url))
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,12 @@ from collections import Counter
 import pytest
 import requests
 from sqlalchemy import select
-from werkzeug.serving import make_server
 
 from core.db import db
 from core.models import Decision, Event
 from tests.bulk_docs.conftest import make_school
 from tests.factories import Factory
+from tests.live_server import base_url, serving
 
 CONCURRENT_REQUESTS = 10
 APPLICATIONS = 5
@@ -21,12 +21,8 @@ APPLICATIONS = 5
 
 @pytest.fixture
 def live_server(app):
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    thread.join(timeout=10)
+    with serving(app) as server:
+        yield base_url(server)
 
 
 def test_identical_concurrent_patches_send_each_decision_once(app, live_server):

@@ -4,14 +4,13 @@ Every page a test opens is watched for console errors and uncaught exceptions; a
 """
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import sync_playwright
-from werkzeug.serving import make_server
 
 from portal.limiter import limiter
+from tests.live_server import base_url, serving
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -23,12 +22,8 @@ PASSWORD = "correct-horse-1"
 
 @pytest.fixture(scope="session")
 def live_server(app):
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    thread.join(timeout=10)
+    with serving(app) as server:
+        yield base_url(server)
 
 
 @pytest.fixture(scope="session")

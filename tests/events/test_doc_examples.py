@@ -12,20 +12,19 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 import requests
-from werkzeug.serving import make_server
 
-from core.events import emission
 from core.db import db
+from core.events import emission
+from core.events.emission import event_body
 from core.models import Event
 from core.scoping import InstitutionScope
-from core.events.emission import event_body
 from core.webhooks.signing import delivery_headers, generate_secret
+from tests.live_server import base_url, serving
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -39,12 +38,8 @@ def example(document: str, name: str) -> str:
 
 @pytest.fixture(scope="module")
 def live_server(app):
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    thread.join(timeout=10)
+    with serving(app) as server:
+        yield base_url(server)
 
 
 def run_example(code: str, tmp_path: Path, env: dict, *args: str) -> subprocess.CompletedProcess:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import urllib.request
 
 import pytest
-from werkzeug.serving import make_server
 
 from ops.logs import json_formatter
+from tests.live_server import base_url, serving
 
 TOKEN = "Zt4xQ9pLmW2vR7kB1nC8dF3gH6jK0sYa"
 TOKEN_PATHS = [f"/account/reset/{TOKEN}", f"/account/invitation/{TOKEN}", f"/decisions/respond/{TOKEN}",
@@ -31,12 +30,8 @@ def test_the_request_log_line_masks_the_token(client, caplog, path):
 
 @pytest.fixture
 def served(app):
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    server.server_close()
+    with serving(app) as server:
+        yield base_url(server)
 
 
 def test_the_development_servers_access_lines_mask_the_token(served, caplog):

@@ -9,14 +9,12 @@ from __future__ import annotations
 import csv
 import io
 import re
-import threading
 import zipfile
 from decimal import Decimal
 
 import pytest
 import requests
 from sqlalchemy import event
-from werkzeug.serving import make_server
 
 from core.applications.csv_export import export_applications_csv
 from core.db import db
@@ -24,6 +22,7 @@ from core.models import VerificationCharge, utcnow
 from core.scoping import InstitutionScope
 from portal.limiter import limiter
 from tests.conftest import REDIS_URL
+from tests.live_server import base_url, serving
 from tests.operations.processes import Processes, app_environment
 from tests.read_side.conftest import parse_csv
 
@@ -37,12 +36,8 @@ _CSRF_META = re.compile(r'<meta name="csrf-token" content="([^"]+)"')
 @pytest.fixture
 def live_server(app):
     """The app on a real HTTP/1.1 server (werkzeug, threaded) on a free loopback port."""
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    thread.join(timeout=10)
+    with serving(app) as server:
+        yield base_url(server)
 
 
 @pytest.fixture(autouse=True)

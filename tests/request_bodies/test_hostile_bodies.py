@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import http.client
 import json
-import threading
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from werkzeug.serving import make_server
 
+from tests.live_server import serving
 from tests.request_bodies.conftest import JsonEndpoint
 
 HOSTILE_SETTINGS = settings(max_examples=200, deadline=None, derandomize=True, database=None,
@@ -131,12 +130,8 @@ def test_every_state_changing_json_route_is_covered(app, json_endpoints):
 @pytest.fixture
 def live_server(app):
     """The app behind werkzeug's own HTTP server, which decodes chunked requests."""
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server.server_port
-    server.shutdown()
-    server.server_close()
+    with serving(app) as server:
+        yield server.server_port
 
 
 def send_chunked(port: int, endpoint: JsonEndpoint, chunks: list[bytes]):
