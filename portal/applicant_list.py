@@ -11,9 +11,12 @@ from flask_login import current_user
 
 from core.applications.matching_updates import get_bulk_change, start_bulk_change
 from core.errors import InvalidInput
+from core.institutions import pipeline
+from core.messages.plan import plan_matching_sends
 from core.applications.listing.query import Sort
 from core.accounts.saved_views import delete_view, list_views, save_view
 from portal import bp
+from portal.applicant_timeline import DECISION_LABELS
 from portal.forms import ActionForm, BulkMatchingForm, SavedViewForm, submitted
 from portal.rendering import is_partial_request, render_page
 from portal.security import audit, safe_next, staff_required
@@ -213,11 +216,33 @@ def applicants_bulk_matching():
     change = {"stage": form.stage.data, "decision": form.decision.data, "send_decision": form.send_decision.data}
     if not (form.stage.data or form.decision.data or form.send_decision.data):
         raise InvalidInput(_("Choose a stage or a decision to apply."), field="stage")
+    if form.cancel.data:
+        message = _("Nothing was changed or sent.")
+        if not is_partial_request():
+            flash(message, "info")
+            return redirect(state.url())
+        return render_page("applicants/partial/bulk_result.html", ok=True, message=message, records=[],
+                           problems=[], stage_names={})
+    if form.send_decision.data:
+        # Sending is confirmed first, naming the decisions and how they will reach each applicant; the change
+        # goes ahead only if the number confirmed is still the number matching.
+        plan = plan_matching_sends(g.scope, state.filters.as_args(), form.decision.data or None)
+        total = plan.covered or len(plan.sends)
+        if total == 0:
+            raise InvalidInput(_("No applicants match these filters."), field="matching")
+        if form.confirm_total.data != str(total):
+            return render_page("applicants/bulk_matching_confirm.html", "applicants/partial/bulk_matching_confirm.html",
+                               send_plan=plan, total=total, form=form, list_url=state.url(),
+                               decision_labels=DECISION_LABELS, stage_name=_stage_name(form.stage.data))
     bulk = start_bulk_change(g.scope, current_user.email, state.filters.as_args(), change)
     audit("applicants.bulk_update_matching", f"{bulk.id}: {bulk.total} matching {urlencode(state.filters.as_args()) or 'all'}")
     if not is_partial_request():
         return redirect(url_for("portal.applicants_bulk_change", change_id=bulk.id))
     return render_page("applicants/partial/bulk_change.html", bulk=bulk, list_url=state.url())
+
+
+def _stage_name(key: str | None) -> str | None:
+    return next((stage.name for stage in pipeline(g.scope) if stage.key.lower() == key.lower()), key) if key else None
 
 
 @bp.get("/applicants/bulk-changes/<change_id>")

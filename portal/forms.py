@@ -125,6 +125,9 @@ class BulkMatchingForm(FlaskForm):
     stage = StringField(filters=[_strip])
     decision = StringField(filters=[_strip])
     send_decision = BooleanField()
+    # Sending decisions is confirmed with the number of applicants it goes to (or dropped with `cancel`).
+    confirm_total = StringField()
+    cancel = BooleanField()
 
 
 class SavedViewForm(FlaskForm):

@@ -118,6 +118,18 @@
     }
   });
 
+  /* Sending decisions to every matching applicant is confirmed by the server, which names the decisions and how
+     each will reach its applicant: the browser's own question would only repeat the count. */
+  document.addEventListener("htmx:confirm", function (event) {
+    var button = event.target.closest && event.target.closest("[data-matching-submit]");
+    var form = button && document.getElementById(button.getAttribute("form"));
+    var sending = form && form.querySelector('[name="send_decision"]');
+    if (sending && sending.checked) {
+      event.preventDefault();
+      event.detail.issueRequest(true);
+    }
+  });
+
   document.addEventListener("change", function (event) {
     var target = event.target;
     var allFor = target.getAttribute && target.getAttribute("data-select-all");

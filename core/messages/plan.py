@@ -4,15 +4,22 @@ is valid, an SMS only when SMS is configured and the phone is in international f
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 
+from core.applications.listing.counts import count_applications
+from core.applications.listing.query import parse_application_query
+from core.applications.listing.statements import filtered_applications
 from core.db import db
 from core.messages.addresses import valid_email, valid_international_phone
 from core.messages.outbox import sms_enabled
 from core.models import Applicant, Application
 from core.scoping import InstitutionScope
+
+# A plan of "send to every matching applicant" reads at most this many applications (in id order, as the change
+# walks them); a larger set is described by its first ones, and the plan says so.
+MATCHING_PLAN_LIMIT = 20_000
 
 
 @dataclass(frozen=True)
@@ -32,6 +39,8 @@ class PlannedSend:
 class SendPlan:
     sends: list[PlannedSend]
     sms_configured: bool
+    # How many applications the change covers, when the plan reads only the first MATCHING_PLAN_LIMIT of them.
+    covered: int | None = None
 
     @property
     def by_decision(self) -> list[tuple[str, int]]:
@@ -69,3 +78,19 @@ def plan_decision_sends(scope: InstitutionScope, application_ids: Sequence[str],
             decision=decision or row.decision, email=row.email if valid_email(row.email) else None,
             phone=row.phone if with_sms and valid_international_phone(row.phone) else None))
     return SendPlan(sends=sends, sms_configured=with_sms)
+
+
+def plan_matching_sends(scope: InstitutionScope, filters: Mapping[str, str], decision: str | None = None) -> SendPlan:
+    """The plan of sending decisions to every application matching the list's `filters` (the first
+    MATCHING_PLAN_LIMIT of them, in the order the change walks them; `covered` then says how many there are)."""
+    query = parse_application_query({name: value for name, value in filters.items() if value})
+    ids = list(db.session.scalars(
+        filtered_applications(scope, query.filters, scope.select(Application, Application.id))
+        .order_by(Application.id).limit(MATCHING_PLAN_LIMIT + 1)))
+    covered = None
+    if len(ids) > MATCHING_PLAN_LIMIT:
+        covered = count_applications(scope, query.filters)
+        ids = ids[:MATCHING_PLAN_LIMIT]
+    sends = [send for start in range(0, len(ids), 500)
+             for send in plan_decision_sends(scope, ids[start:start + 500], decision).sends]
+    return SendPlan(sends=sends, sms_configured=sms_enabled(), covered=covered)

@@ -118,3 +118,27 @@ def test_select_all_matching_changes_the_whole_filtered_set(page, factory):
     page.get_by_role("link", name="Show the updated list").click()
     page.get_by_label("Stage", exact=True).select_option(label="Committee review")
     expect(page.get_by_role("status").filter(has_text="match")).to_have_text("60 applicants match")
+
+
+def test_sending_to_every_matching_applicant_shows_what_will_be_sent_before_it_is(page, factory):
+    institution, admin, created = seed_institution(factory, applications=60)
+    sign_in(page, admin.email)
+    page.goto("/applicants")
+    dialogs = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.get_by_label("Select every applicant shown").check()
+    page.get_by_role("button", name="Select all 60 matching applicants").click()
+    page.get_by_label("Set decision").select_option("accepted")
+    page.get_by_role("checkbox", name="Send the decision to the applicants").check()
+    page.get_by_role("button", name="Apply to all 60 matching applicants").click()
+
+    question = page.get_by_role("alertdialog")
+    expect(question).to_contain_text("Send decisions to all 60 matching applicants?")
+    expect(question).to_contain_text("Decisions to send: Accepted × 60.")
+    expect(question).to_contain_text("Text messages: none, they are not configured.")
+    send = page.get_by_role("button", name="Send 60 decisions")
+    expect(send).to_be_focused()
+    screenshot(page, "applicants-all-matching-send-confirm")
+    send.click()
+    expect(page.locator("#bulk-result")).to_contain_text("60 of the 60 matching applications changed.")
+    assert dialogs == [], "the server's question replaces the browser's"

@@ -241,7 +241,10 @@ def test_each_batch_is_all_or_nothing(staff, factory, app, monkeypatch):
     by_id = sorted(rows, key=lambda row: row.id)
     batches = [by_id[index:index + 2] for index in range(0, 6, 2)]
     refused = [batch for batch in batches if any(row.decision == "none" for row in batch)]
-    response = staff.post("/applicants/bulk-matching", {"matching": "", "send_decision": "y"}, htmx=True)
+    question = staff.post("/applicants/bulk-matching", {"matching": "", "send_decision": "y"}, htmx=True)
+    assert "Send decisions to all 6 matching applicants?" in _text(question)
+    response = staff.post("/applicants/bulk-matching", {"matching": "", "send_decision": "y", "confirm_total": "6"},
+                          htmx=True)
     assert response.status_code == 200
     sentence = _text(response)
     assert "were left unchanged (their batch failed a check: cannot send: the application has no decision)" \

@@ -116,3 +116,46 @@ def test_the_bulk_confirmation_says_text_messages_are_off_when_they_are(staff, f
     text = _text(staff.post("/applicants/bulk", {"ids": [a.id for a in applications], "send_decision": "true"},
                             htmx=True))
     assert "Text messages: none, they are not configured." in text and "Emails: 2 of 2 applicants." in text
+
+
+def test_sending_to_every_matching_applicant_is_confirmed_with_what_will_be_sent(staff, factory, app):
+    program = factory.program(staff.institution)
+    cycle = factory.cycle(staff.institution, programs=[program])
+    for number in range(3):
+        factory.application(staff.institution, program=program, cycle=cycle, first_name=f"Paid{number}",
+                            email=f"paid{number}@example.com", paid=True, decision="accepted")
+    factory.application(staff.institution, program=program, cycle=cycle, email="unpaid@example.com",
+                        decision="accepted")
+    change = {"matching": "paid=true", "decision": "waitlisted", "stage": "interview", "send_decision": "y"}
+
+    ask = staff.post("/applicants/bulk-matching", change, htmx=True)
+    text = _text(ask)
+    assert ask.status_code == 200
+    assert "Send decisions to all 3 matching applicants?" in text
+    assert "Their stage also moves to “Interview”." in text
+    assert "Decisions to send: Waitlisted × 3." in text
+    assert "Emails: 3 of 3 applicants." in text and "Text messages: none, they are not configured." in text
+    assert 'name="confirm_total" value="3"' in ask.get_data(as_text=True)
+    assert _sent(app) == (0, 0)
+
+    stale = staff.post("/applicants/bulk-matching", {**change, "confirm_total": "2"}, htmx=True)
+    assert "Send decisions to all 3 matching applicants?" in _text(stale) and _sent(app) == (0, 0)
+    cancelled = staff.post("/applicants/bulk-matching", {**change, "cancel": "y"}, htmx=True)
+    assert "Nothing was changed or sent." in _text(cancelled) and _sent(app) == (0, 0)
+
+    done = staff.post("/applicants/bulk-matching", {**change, "confirm_total": "3"}, htmx=True)
+    assert "3 of the 3 matching applications changed." in _text(done)
+    assert _sent(app) == (3, 3)
+
+
+def test_the_no_javascript_matching_confirmation_is_a_page_that_carries_the_change(staff, factory, app):
+    factory.application(staff.institution, decision="rejected", email="r@example.com")
+    ask = staff.post("/applicants/bulk-matching", {"matching": "", "send_decision": "y"})
+    page = ask.get_data(as_text=True)
+    assert ask.status_code == 200 and "<h1" in page
+    assert "Send a decision to the 1 matching applicant?" in _text(ask)
+    assert 'name="send_decision" value="y"' in page and 'name="confirm_total" value="1"' in page
+    assert _sent(app) == (0, 0)
+    assert staff.post("/applicants/bulk-matching", {"matching": "", "send_decision": "y",
+                                                     "confirm_total": "1"}).status_code == 302
+    assert _sent(app) == (1, 1)
