@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from rq import SimpleWorker, get_current_job
 from rq.job import Job
@@ -27,6 +28,7 @@ from core.messages.sweep import sweep_due_messages
 from core.queue import queue
 from core.webhooks.sweep import sweep_due_deliveries
 from jobs.chains import chain_is_alive
+from jobs.reconnect import wait_for_database, wait_for_redis
 from jobs.retention import ensure_purge_scheduled
 
 log = logging.getLogger(__name__)
@@ -101,7 +103,7 @@ class SweepingWorker(SimpleWorker):
     connections and the database pool its connections; each job gets a fresh session.
     """
 
-    # While Redis is down, try it again at least this often (RQ's default backs off to 60 s).
+    # RQ's own retry of a dequeue cut by Redis; the heartbeat below then waits out the outage itself.
     max_connection_wait_time = 5.0
 
     def __init__(self, *args, maintenance_seconds: int = 30, **kwargs):
@@ -122,7 +124,22 @@ class SweepingWorker(SimpleWorker):
         finally:
             release_session()  # a failed job never leaves a broken transaction for the next one
 
+    def heartbeat(self, timeout=None, pipeline=None):
+        """A heartbeat that finds Redis down waits (with back-off, logged and counted) until it is back.
+
+        RQ's idle loop starts every wait for a job with a heartbeat, so this is where an idle worker sits out
+        an outage of any length, then goes back to work by itself.
+        """
+        if pipeline is not None:  # only queued on the pipeline: nothing is sent yet
+            return super().heartbeat(timeout, pipeline)
+        try:
+            return super().heartbeat(timeout)
+        except RedisConnectionError:
+            wait_for_redis()
+            return super().heartbeat(timeout)
+
     def run_maintenance_tasks(self):
+        wait_for_database()  # no job can do anything useful without it
         try:
             super().run_maintenance_tasks()
         except RedisError:
