@@ -23,7 +23,7 @@ from rq.job import Job
 
 from core.config import settings
 from core.applications.counters import compact_counts
-from core.db import db, redis_connection
+from core.db import discard_session, redis_connection
 from core.messages.sweep import sweep_due_messages
 from core.queue import queue
 from core.webhooks.sweep import sweep_due_deliveries
@@ -69,33 +69,6 @@ def ensure_sweep_scheduled() -> bool:
     return True
 
 
-def release_session() -> None:
-    """End the job's session; a connection left in the middle of a command is thrown away, not reused.
-
-    RQ's job timeout interrupts the job wherever it is, possibly inside a database call: the connection is
-    then busy ("another command is already in progress") and rolling it back fails. Such a connection is
-    invalidated (closed and dropped from the pool) so the worker carries on with a fresh one.
-    """
-    session = db.session()
-    connections = _connections_of(session)
-    try:
-        session.close()
-    except Exception:
-        log.warning("discarding a database connection left mid-command by the last job", exc_info=True)
-        for connection in connections:
-            connection.invalidate()
-    finally:
-        db.session.remove()
-
-
-def _connections_of(session) -> list:
-    """The connections the session's transaction holds (read before closing it, which may fail)."""
-    transaction = session.get_transaction()
-    if transaction is None:
-        return []
-    return [connection for connection, *_ in getattr(transaction, "_connections", {}).values()]
-
-
 class SweepingWorker(SimpleWorker):
     """An RQ worker that keeps the sweep going and never dies of a job's broken database connection.
 
@@ -122,7 +95,7 @@ class SweepingWorker(SimpleWorker):
         try:
             return super().perform_job(job, queue)
         finally:
-            release_session()  # a failed job never leaves a broken transaction for the next one
+            discard_session()  # a failed job never leaves a broken transaction for the next one
 
     def heartbeat(self, timeout=None, pipeline=None):
         """A heartbeat that finds Redis down waits (with back-off, logged and counted) until it is back.
@@ -159,4 +132,4 @@ def keep_sweeping() -> None:
         log.warning("sweep from worker maintenance failed; trying again at the next pass",
                     exc_info=True)
     finally:
-        release_session()
+        discard_session()
