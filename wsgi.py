@@ -18,13 +18,13 @@ import api
 import core.models  # noqa: F401  (every model registered before migrations or queries run)
 import portal
 from api.callbacks import CALLBACKS_PREFIX, callbacks_bp
-from api.errors import handle_api_exception
+from api.errors import database_unavailable, handle_api_exception
 from api.json_provider import OrjsonProvider
 from cli import COMMANDS
 from core.audit.recording import AuditEntry, record_request, redacted_request_path
 from core.errors import InvalidInput
 from core.config import INSTANCE_DIR, ConfigurationError, Settings, SettingsConfig, check_startup_settings
-from core.db import DeferredMigrate, db
+from core.db import DATABASE_UNAVAILABLE_ERRORS, DeferredMigrate, db, discard_session
 from core.i18n import compile_catalogues
 from core.redis_faults import count_rate_limiter_faults
 from core.secret_key import resolve_secret_key, warn_about_readable_dotenv
@@ -34,7 +34,7 @@ from ops.input_guard import GuardedBodyMiddleware, UnreadableBody, undecodable_i
 from ops.logs import configure_logging
 from ops.metrics import count_rate_limit_refusal, instrument_requests, metrics_bp
 from portal.brand_assets import bp as brand_bp
-from portal.errors import html_error
+from portal.errors import database_unavailable_page, html_error
 from portal.i18n import select_locale
 from portal.limiter import limiter
 from portal.public import public_bp
@@ -149,6 +149,9 @@ def register_input_guard(app: Flask) -> None:
 def register_extensions(app: Flask) -> None:
     """The database (core), then the web layer's: sign-in (portal), CSRF, rate limits (portal), translations."""
     db.init_app(app)
+    # Runs before Flask-SQLAlchemy's own `session.remove()` (teardowns run last-registered first): a rollback
+    # that fails on a dead connection is handled here, never raised to the WSGI server as its HTML 500.
+    app.teardown_appcontext(lambda _exc: discard_session())
     DeferredMigrate(app, directory=str(app.root_path + "/migrations"))
     login_manager.init_app(app)
     csrf.init_app(app)
@@ -175,7 +178,14 @@ def register_errorhandlers(app: Flask) -> None:
     def dispatch(exc: Exception):
         if isinstance(exc, HTTPException) and exc.code is not None and exc.code < 400:
             return exc  # routing redirects are not errors
-        if request.path.startswith((api.API_PREFIX, CALLBACKS_PREFIX + "/")):
+        api_or_callback = request.path.startswith((api.API_PREFIX, CALLBACKS_PREFIX + "/"))
+        if isinstance(exc, DATABASE_UNAVAILABLE_ERRORS):
+            # An outage, not a bug: 503 with Retry-After (the session's dead connection is dropped first).
+            app.logger.warning("database unavailable in request %s (%s)", g.get("request_id", "-"),
+                               type(exc).__name__)
+            discard_session()
+            return database_unavailable() if api_or_callback else database_unavailable_page()
+        if api_or_callback:
             return handle_api_exception(exc)
         return html_error(exc)
 

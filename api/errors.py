@@ -9,9 +9,11 @@ from __future__ import annotations
 from flask import current_app, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
+from core.db import DATABASE_RETRY_AFTER_SECONDS
 from core.errors import KaribuError, problem
 
 INTERNAL_ERROR = "Internal server error"
+DATABASE_UNAVAILABLE = "The database is unavailable: retry after the number of seconds in Retry-After"
 HTTP_MESSAGES = {
     400: "Bad request",
     404: "Not found",
@@ -27,6 +29,12 @@ def json_error(status: int, message: str, /, errors: list[dict] | None = None, *
         body["errors"] = list(errors or [])
     response = jsonify({**body, **extra})
     response.status_code = status
+    return response
+
+
+def database_unavailable():
+    response = json_error(503, DATABASE_UNAVAILABLE)
+    response.headers["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
     return response
 
 

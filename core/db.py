@@ -12,6 +12,7 @@ import redis
 from flask import current_app
 from flask_sqlalchemy import SQLAlchemy
 from sqlalchemy import Engine, event
+from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
 
 from core.config import settings
 from core.models.base import Base
@@ -20,6 +21,13 @@ from core.models.base import Base
 db = SQLAlchemy(model_class=Base, engine_options={"hide_parameters": True})
 
 SQLITE_BUSY_TIMEOUT_MS = 5000
+
+# What the database raises when it cannot be reached or its connection died: "try again later", not a bug.
+DATABASE_UNAVAILABLE_ERRORS = (OperationalError, InterfaceError, DisconnectionError, psycopg.OperationalError,
+                               psycopg.InterfaceError)
+# Answered to a request met by such an error, as 503's Retry-After: an outage usually lasts seconds (a restart,
+# a fail-over), so clients are asked to come back soon.
+DATABASE_RETRY_AFTER_SECONDS = 5
 
 
 @event.listens_for(Engine, "connect")
@@ -131,3 +139,31 @@ def redis_connection() -> redis.Redis:
         client = redis.Redis.from_url(settings().REDIS_URL, **settings().redis_options())
         current_app.extensions["karibu_redis"] = client
     return client
+
+
+def discard_session() -> None:
+    """End the current session; a connection that cannot be rolled back is thrown away, not reused.
+
+    A rollback fails on a connection the database dropped (an outage) or one left in the middle of a command
+    (a job interrupted by RQ's timeout). Such a connection is invalidated (closed and dropped from the pool),
+    so the next request or job gets a fresh one and nothing raises from a teardown.
+    """
+    session = db.session()
+    connections = _connections_of(session)
+    try:
+        session.close()
+    except Exception as error:
+        current_app.logger.warning("discarding a database connection that could not be rolled back (%s)",
+                                   type(error).__name__)
+        for connection in connections:
+            connection.invalidate()
+    finally:
+        db.session.remove()
+
+
+def _connections_of(session) -> list:
+    """The connections the session's transaction holds (read before closing it, which may fail)."""
+    transaction = session.get_transaction()
+    if transaction is None:
+        return []
+    return [connection for connection, *_ in getattr(transaction, "_connections", {}).values()]

@@ -40,6 +40,11 @@ WEBHOOK_DELIVERY_LATENCY = Histogram(
     "From the event's commit to the receiver's 2xx acknowledgement (retries included)",
     buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600, 24 * 3600, 3 * 24 * 3600))
 
+# Workers (incremented while a worker waits out an outage)
+WORKER_CONNECTION_FAILURES = Counter("karibu_worker_connection_failures_total",
+                                     "Failed attempts of a worker to reach a dependency (redis or database)",
+                                     ["dependency"])
+
 # Record verification
 VERIFICATION_LOOKUPS = Counter("karibu_verification_lookups_total",
                                "Verification lookups by registry, mode (live or trial) and outcome",

@@ -12,11 +12,12 @@ from redis.exceptions import RedisError
 from core.config import settings
 from core.db import redis_connection
 from core.queue import QUEUE_NAMES
+from jobs.reconnect import Backoff, wait_for_database, wait_for_redis
 
 log = logging.getLogger(__name__)
 
-# After RQ's work loop gave up (it quits on a Redis error met between two jobs), wait this long and start again.
-RESTART_PAUSE_SECONDS = 2.0
+# A worker loop that ran at least this long before it ended starts again after the shortest pause.
+STEADY_RUN_SECONDS = 60.0
 
 
 @click.command("worker")
@@ -27,8 +28,11 @@ RESTART_PAUSE_SECONDS = 2.0
 def worker_command(queues: str, burst: bool) -> None:
     """Run an RQ worker (with the scheduler) for Karibu's queues; it keeps the webhook sweep going.
 
-    The process outlives Redis outages: when RQ's loop quits on a Redis error, a new worker starts after a
-    short pause. It stops only when asked to (SIGTERM/SIGINT) or, with --burst, when the queues are empty.
+    The process outlives Redis and database outages of any length: it waits for both (capped back-off,
+    logged, counted in `karibu_worker_connection_failures_total`) before it starts a worker, an idle worker
+    waits out Redis in its heartbeat and the database at its maintenance pass, and when RQ's loop quits on an
+    error a new worker starts after a back-off pause. It stops only when asked to (SIGTERM/SIGINT) or, with
+    --burst, when the queues are empty.
     """
     config = settings()
     if config.WORKER_METRICS_PORT:
@@ -37,14 +41,23 @@ def worker_command(queues: str, burst: bool) -> None:
     from jobs.sweeps import SweepingWorker  # RQ's worker (and every job module) only in worker processes
 
     names = [name.strip() for name in queues.split(",") if name.strip()]
+    backoff = Backoff()
     while True:
-        worker = SweepingWorker(names, connection=redis_connection(),
-                                maintenance_seconds=config.WORKER_MAINTENANCE_SECONDS)
+        wait_for_redis()
+        wait_for_database()
+        started = time.monotonic()
+        worker = None
         try:
+            # RQ's constructor already talks to Redis (CLIENT SETNAME): inside the try, like the loop.
+            worker = SweepingWorker(names, connection=redis_connection(),
+                                    maintenance_seconds=config.WORKER_MAINTENANCE_SECONDS)
             worker.work(with_scheduler=True, burst=burst)
-        except RedisError:
-            log.warning("worker stopped: Redis unavailable", exc_info=True)
-        if burst or worker.shutdown_requested:
+        except RedisError as error:
+            log.warning("worker stopped: Redis unavailable (%s: %s)", type(error).__name__, error)
+        if worker is not None and (burst or worker.shutdown_requested):
             return
-        log.warning("worker loop ended unexpectedly; starting again in %.0f s", RESTART_PAUSE_SECONDS)
-        time.sleep(RESTART_PAUSE_SECONDS)
+        if time.monotonic() - started >= STEADY_RUN_SECONDS:
+            backoff.reset()
+        pause = backoff.next_pause()
+        log.warning("worker loop ended unexpectedly; starting again in %.1f s", pause)
+        time.sleep(pause)

@@ -16,17 +16,19 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from rq import SimpleWorker, get_current_job
 from rq.job import Job
 
 from core.config import settings
 from core.applications.counters import compact_counts
-from core.db import db, redis_connection
+from core.db import discard_session, redis_connection
 from core.messages.sweep import sweep_due_messages
 from core.queue import queue
 from core.webhooks.sweep import sweep_due_deliveries
 from jobs.chains import chain_is_alive
+from jobs.reconnect import wait_for_database, wait_for_redis
 from jobs.retention import ensure_purge_scheduled
 
 log = logging.getLogger(__name__)
@@ -67,33 +69,6 @@ def ensure_sweep_scheduled() -> bool:
     return True
 
 
-def release_session() -> None:
-    """End the job's session; a connection left in the middle of a command is thrown away, not reused.
-
-    RQ's job timeout interrupts the job wherever it is, possibly inside a database call: the connection is
-    then busy ("another command is already in progress") and rolling it back fails. Such a connection is
-    invalidated (closed and dropped from the pool) so the worker carries on with a fresh one.
-    """
-    session = db.session()
-    connections = _connections_of(session)
-    try:
-        session.close()
-    except Exception:
-        log.warning("discarding a database connection left mid-command by the last job", exc_info=True)
-        for connection in connections:
-            connection.invalidate()
-    finally:
-        db.session.remove()
-
-
-def _connections_of(session) -> list:
-    """The connections the session's transaction holds (read before closing it, which may fail)."""
-    transaction = session.get_transaction()
-    if transaction is None:
-        return []
-    return [connection for connection, *_ in getattr(transaction, "_connections", {}).values()]
-
-
 class SweepingWorker(SimpleWorker):
     """An RQ worker that keeps the sweep going and never dies of a job's broken database connection.
 
@@ -101,7 +76,7 @@ class SweepingWorker(SimpleWorker):
     connections and the database pool its connections; each job gets a fresh session.
     """
 
-    # While Redis is down, try it again at least this often (RQ's default backs off to 60 s).
+    # RQ's own retry of a dequeue cut by Redis; the heartbeat below then waits out the outage itself.
     max_connection_wait_time = 5.0
 
     def __init__(self, *args, maintenance_seconds: int = 30, **kwargs):
@@ -120,9 +95,24 @@ class SweepingWorker(SimpleWorker):
         try:
             return super().perform_job(job, queue)
         finally:
-            release_session()  # a failed job never leaves a broken transaction for the next one
+            discard_session()  # a failed job never leaves a broken transaction for the next one
+
+    def heartbeat(self, timeout=None, pipeline=None):
+        """A heartbeat that finds Redis down waits (with back-off, logged and counted) until it is back.
+
+        RQ's idle loop starts every wait for a job with a heartbeat, so this is where an idle worker sits out
+        an outage of any length, then goes back to work by itself.
+        """
+        if pipeline is not None:  # only queued on the pipeline: nothing is sent yet
+            return super().heartbeat(timeout, pipeline)
+        try:
+            return super().heartbeat(timeout)
+        except RedisConnectionError:
+            wait_for_redis()
+            return super().heartbeat(timeout)
 
     def run_maintenance_tasks(self):
+        wait_for_database()  # no job can do anything useful without it
         try:
             super().run_maintenance_tasks()
         except RedisError:
@@ -142,4 +132,4 @@ def keep_sweeping() -> None:
         log.warning("sweep from worker maintenance failed; trying again at the next pass",
                     exc_info=True)
     finally:
-        release_session()
+        discard_session()

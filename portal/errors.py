@@ -1,13 +1,15 @@
 """HTML error pages for everything outside `/api/v1` (a small alert fragment for htmx requests)."""
 from __future__ import annotations
 
-from flask import current_app, g
+from flask import current_app, g, make_response, render_template
 from flask_babel import gettext as _
 from flask_babel import lazy_gettext as _l
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException, InternalServerError
 
+from core.db import DATABASE_RETRY_AFTER_SECONDS
 from core.errors import KaribuError
+from portal.i18n import use_language, visitor_language
 from portal.rendering import render_page
 
 TITLES = {
@@ -44,3 +46,14 @@ def html_error(exc: Exception):
     fields = [item for item in fields if item.get("message") != message]
     return render_page("errors/error.html", "errors/partial.html", status=status, title=title,
                        message=message, fields=fields, request_id=g.get("request_id", ""))
+
+
+def database_unavailable_page():
+    """A plain page (no layout: the layout reads the signed-in user, from the database that is down)."""
+    language = use_language(visitor_language(None))  # never the signed-in user's: that needs the database
+    response = make_response(render_template(
+        "errors/unavailable.html", language=language, title=TITLES[503],
+        message=_("Karibu cannot reach its database right now. Please try again in a moment."),
+        request_id=g.get("request_id", "")), 503)
+    response.headers["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
+    return response

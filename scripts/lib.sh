@@ -80,3 +80,39 @@ ensure_nginx() {
   say "Installing nginx for the edge tests (deploy/nginx.conf is run for real)"
   apt_install nginx-light || apt_install nginx || say "nginx could not be installed; the edge tests will be skipped"
 }
+
+# A small supervisor for scripts/run.sh: each child is a shell function `run_<name>`, started in the
+# background by `start_child <name>`; `supervise` restarts a child that exits (its pause doubles from
+# CHILD_RESTART_PAUSE seconds to 30 s while it keeps dying within a minute) until `stop_children` ends them.
+# Children are checked once a second, so a signal trapped by the caller is handled within a second.
+declare -A CHILD_PID=() CHILD_STARTED=() CHILD_PAUSE=()
+CHILD_RESTART_PAUSE="${CHILD_RESTART_PAUSE:-1}"
+
+start_child() {
+  local name="$1"
+  "run_$name" & CHILD_PID[$name]=$!
+  CHILD_STARTED[$name]=$SECONDS
+}
+
+stop_children() {
+  local name
+  for name in "${!CHILD_PID[@]}"; do kill "${CHILD_PID[$name]}" 2>/dev/null || true; done
+  for name in "${!CHILD_PID[@]}"; do wait "${CHILD_PID[$name]}" 2>/dev/null || true; done
+}
+
+supervise() {
+  local name status pause
+  while true; do
+    sleep 1
+    for name in "${!CHILD_PID[@]}"; do
+      kill -0 "${CHILD_PID[$name]}" 2>/dev/null && continue
+      status=0; wait "${CHILD_PID[$name]}" || status=$?
+      pause="${CHILD_PAUSE[$name]:-$CHILD_RESTART_PAUSE}"
+      (( SECONDS - CHILD_STARTED[$name] >= 60 )) && pause="$CHILD_RESTART_PAUSE"
+      say "The $name process died (exit status $status); restarting it in ${pause} s"
+      sleep "$pause"
+      CHILD_PAUSE[$name]=$(( pause * 2 > 30 ? 30 : pause * 2 ))
+      start_child "$name"
+    done
+  done
+}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole Karibu service with demo data: SQLite database (instance/karibu.db), Redis, an RQ worker
 # with its scheduler, the exam-registry simulator, a local SMTP sink (when MAIL_SERVER is unset) and the web
-# server. Ctrl-C stops everything it started.
+# server. A child that dies is restarted (see `supervise` in scripts/lib.sh); Ctrl-C stops everything it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
@@ -35,20 +35,25 @@ say "Applying database migrations"
 say "Loading demo data"
 seed_json="$("${FLASK[@]}" seed-demo --json 2>/dev/null)"
 
-pids=()
-cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; }
-stop() { say "Stopping Karibu"; trap - EXIT; cleanup; exit 0; }
-trap cleanup EXIT
+stop() { say "Stopping Karibu"; trap - EXIT; stop_children; exit 0; }
+trap stop_children EXIT
 trap stop INT TERM
 
-if [ -n "$MAIL_SINK" ]; then
-  "${FLASK[@]}" mail-sink --port "$MAIL_PORT" >instance/mail-sink.log 2>&1 & pids+=($!)
-fi
-"${FLASK[@]}" worker >instance/worker.log 2>&1 & pids+=($!)
+# Each child is restarted by `supervise` (scripts/lib.sh) when it dies; its log is appended to.
+run_mail_sink() { exec "${FLASK[@]}" mail-sink --port "$MAIL_PORT" >>instance/mail-sink.log 2>&1; }
+run_worker() { exec "${FLASK[@]}" worker >>instance/worker.log 2>&1; }
 # No exam registry publishes a public API: live lookups go to the bundled simulator (REGISTRY_*_URL).
-"${FLASK[@]}" registry-simulator --port 8765 --quiet >instance/registry-simulator.log 2>&1 & pids+=($!)
-"$VENV_DIR/bin/gunicorn" -c python:ops.gunicorn_config --bind "127.0.0.1:$PORT" wsgi:app \
-  >instance/web.log 2>&1 & pids+=($!)
+run_registry_simulator() {
+  exec "${FLASK[@]}" registry-simulator --port 8765 --quiet >>instance/registry-simulator.log 2>&1
+}
+run_web() {
+  exec "$VENV_DIR/bin/gunicorn" -c python:ops.gunicorn_config --bind "127.0.0.1:$PORT" wsgi:app >>instance/web.log 2>&1
+}
+: >instance/web.log; : >instance/worker.log; : >instance/registry-simulator.log
+if [ -n "$MAIL_SINK" ]; then : >instance/mail-sink.log; start_child mail_sink; fi
+start_child worker
+start_child registry_simulator
+start_child web
 
 for _ in $(seq 1 100); do
   curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break; sleep 0.2
@@ -79,6 +84,4 @@ Logs: instance/web.log, instance/worker.log, instance/registry-simulator.log, in
 Press Ctrl-C to stop.
 """)
 PY
-wait -n "${pids[@]}" || true
-say "A Karibu process stopped; see instance/web.log, instance/worker.log and instance/registry-simulator.log"
-exit 1
+supervise

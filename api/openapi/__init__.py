@@ -8,6 +8,7 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 FRAGMENTS = ("applications", "cycles", "updates", "zip", "verifications", "events")
+HTTP_METHODS = frozenset({"get", "put", "post", "patch", "delete"})
 
 
 def _merge(target: dict, source: dict, where: str) -> None:
@@ -28,6 +29,11 @@ def _document() -> dict:
     for fragment in FRAGMENTS:
         loaded = yaml.safe_load((HERE / f"{fragment}.yaml").read_text()) or {}
         _merge(document, loaded, fragment)
+    for operations in document["paths"].values():
+        for method in HTTP_METHODS.intersection(operations):
+            # Any operation may meet a database outage; one that documents its own 503 keeps it.
+            responses = operations[method]["responses"]
+            responses.setdefault("503", {"$ref": "#/components/responses/DatabaseUnavailable"})
     return document
 
 
