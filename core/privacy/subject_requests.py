@@ -284,6 +284,7 @@ def collect(scope: InstitutionScope, applicant: Applicant) -> PersonData:
 
 
 _AUDIT_TEXT = ("target", "path", "query", "detail")
+_CONDITIONS_PER_QUERY = 400
 
 
 def _audit_rows(scope: InstitutionScope, data: PersonData) -> list[AuditLog]:
@@ -291,13 +292,20 @@ def _audit_rows(scope: InstitutionScope, data: PersonData) -> list[AuditLog]:
     phone, whole or partial). The database narrows the rows down; `_names_person` decides."""
     columns = [getattr(AuditLog, name) for name in _AUDIT_TEXT]
     identifiers = data.identifiers()
-    candidates = db.session.scalars(scope.select(AuditLog).where(or_(
+    conditions = [
         *(column.contains(identifier, autoescape=True) for identifier in identifiers for column in columns),
         *(func.lower(column).contains(term, autoescape=True) for term in data.marks.variants() for column in columns),
         *(func.lower(column).contains(piece, autoescape=True) for piece in data.marks.search_trigrams()
           for column in columns),
-    )).order_by(AuditLog.id))
-    return [row for row in candidates if _names_person(row, identifiers, data.marks)]
+    ]
+    # A person with many records makes many conditions: asked in groups, as SQLite refuses an expression tree
+    # deeper than 1000 (an OR of n terms nests n deep).
+    found: dict[int, AuditLog] = {}
+    for start in range(0, len(conditions), _CONDITIONS_PER_QUERY):
+        for row in db.session.scalars(scope.select(AuditLog).where(
+                or_(*conditions[start:start + _CONDITIONS_PER_QUERY]))):
+            found[row.id] = row
+    return [found[row_id] for row_id in sorted(found) if _names_person(found[row_id], identifiers, data.marks)]
 
 
 def _names_person(row: AuditLog, identifiers: list[str], marks: PersonMarks) -> bool:

@@ -30,7 +30,7 @@ def records(factory, tenant, other_tenant):
             cycle=tenant.cycle, first_name=name, last_name=name[::-1], decision="accepted" if number % 3 else "none",
             paid=number % 4 == 0, enrolled=number % 5 == 0, submitted_by_staff=number % 2 == 0,
             submitted_at=datetime(2026, 5, 1, 9, number, 0, 0 if number % 2 else 123456),
-            phone=None if number % 7 == 3 else "+250788000000")  # a NULL is exported as null
+            phone=None if number % 7 == 3 else f"+2507880000{number:02d}")  # a NULL is exported as null
     factory.application(other_tenant.institution, program=other_tenant.program, cycle=other_tenant.cycle,
                         first_name="Foreign")
 
