@@ -24,7 +24,7 @@ from cli import COMMANDS
 from core.audit.recording import AuditEntry, record_request, redacted_request_path
 from core.errors import InvalidInput
 from core.config import INSTANCE_DIR, ConfigurationError, Settings, SettingsConfig, check_startup_settings
-from core.db import DATABASE_UNAVAILABLE_ERRORS, DeferredMigrate, db, discard_session
+from core.db import DeferredMigrate, db, discard_session, is_database_outage
 from core.i18n import compile_catalogues
 from core.redis_faults import count_rate_limiter_faults
 from core.secret_key import resolve_secret_key, warn_about_readable_dotenv
@@ -179,7 +179,7 @@ def register_errorhandlers(app: Flask) -> None:
         if isinstance(exc, HTTPException) and exc.code is not None and exc.code < 400:
             return exc  # routing redirects are not errors
         api_or_callback = request.path.startswith((api.API_PREFIX, CALLBACKS_PREFIX + "/"))
-        if isinstance(exc, DATABASE_UNAVAILABLE_ERRORS):
+        if is_database_outage(exc):
             # An outage, not a bug: 503 with Retry-After (the session's dead connection is dropped first).
             app.logger.warning("database unavailable in request %s (%s)", g.get("request_id", "-"),
                                type(exc).__name__)

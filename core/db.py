@@ -25,6 +25,20 @@ SQLITE_BUSY_TIMEOUT_MS = 5000
 # What the database raises when it cannot be reached or its connection died: "try again later", not a bug.
 DATABASE_UNAVAILABLE_ERRORS = (OperationalError, InterfaceError, DisconnectionError, psycopg.OperationalError,
                                psycopg.InterfaceError)
+# SQLite reports a missing table or a bad statement as an OperationalError too: those are bugs (500), and only
+# these answers say the database itself cannot be reached right now.
+_SQLITE_UNAVAILABLE = ("database is locked", "database table is locked", "unable to open database",
+                       "disk i/o error", "database or disk is full")
+
+
+def is_database_outage(error: BaseException) -> bool:
+    """Whether `error` says the database cannot be reached (an outage: 503), not that a statement is wrong."""
+    if not isinstance(error, DATABASE_UNAVAILABLE_ERRORS):
+        return False
+    original = getattr(error, "orig", None)
+    if isinstance(original, sqlite3.Error):
+        return any(text in str(original).lower() for text in _SQLITE_UNAVAILABLE)
+    return True
 # Answered to a request met by such an error, as 503's Retry-After: an outage usually lasts seconds (a restart,
 # a fail-over), so clients are asked to come back soon.
 DATABASE_RETRY_AFTER_SECONDS = 5
