@@ -18,6 +18,7 @@ from core.institutions import institution_name
 from core.accounts.preferences import time_zone_of, zone_info
 from core.scoping import InstitutionScope
 from core.timefmt import isoformat_z, parse_utc
+from core.vocabulary import choices, words
 
 
 def is_partial_request() -> bool:
@@ -151,8 +152,7 @@ def format_percent(share: float) -> str:
 
 def decision_labels() -> dict[str, str]:
     """Each admission decision in words of the page's language (the stored values are English codes)."""
-    return {"none": _l("No decision yet"), "accepted": _l("Accepted"), "waitlisted": _l("Waitlisted"),
-            "rejected": _l("Rejected"), "deferred": _l("Deferred")}
+    return dict(choices("decision"))
 
 
 def page_language() -> str:
@@ -172,6 +172,7 @@ def register_template_helpers(app: Flask) -> None:
     app.add_template_global(display_zone)
     app.add_template_global(page_language)
     app.add_template_global(decision_labels)
+    app.add_template_global(words)
 
     @app.context_processor
     def _institution():
