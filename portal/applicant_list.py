@@ -2,16 +2,26 @@
 "select all N matching" bulk change."""
 from __future__ import annotations
 
+import hashlib
+import json
+import secrets
 from dataclasses import dataclass, fields
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-from flask import flash, g, redirect, request, url_for
+from flask import current_app, flash, g, redirect, request, url_for
 from flask_babel import format_number, gettext as _, lazy_gettext as _l, ngettext
 from flask_login import current_user
+from itsdangerous import BadData, URLSafeTimedSerializer
+from redis import RedisError
 
+from core.applications.listing.counts import count_applications
+from core.applications.listing.query import parse_application_query
 from core.applications.matching_updates import get_bulk_change, start_bulk_change
-from core.errors import InvalidInput
-from core.institutions import pipeline
+from core.db import redis_connection
+from core.errors import InvalidInput, ServiceUnavailable
+from core.institutions import DEFAULT_PIPELINE, pipeline
+from core.models.admissions import DECISIONS
+from core.vocabulary import words
 from core.messages.plan import plan_matching_sends
 from core.applications.listing.query import Sort
 from core.accounts.saved_views import delete_view, list_views, save_view
@@ -151,6 +161,38 @@ def match_count_text(total: int) -> str:
     return ngettext("%(count)s applicant matches", "%(count)s applicants match", total, count=format_number(total))
 
 
+def load_more_text(shown: int, total: int) -> str:
+    """The "load more" button with how many rows are shown of how many match ("Load more (50 of 200)")."""
+    if count_is_capped(total):
+        return _("Load more (%(shown)s of more than %(count)s)", shown=format_number(shown),
+                 count=format_number(COUNT_CAP))
+    return _("Load more (%(shown)s of %(count)s)", shown=format_number(shown), count=format_number(total))
+
+
+def stage_label(stage) -> str:
+    """A stage in words: the default pipeline's stages in the reader's language, an institution's own stage
+    (or a default stage it renamed) by the name it gave it."""
+    return words("stage", stage.key) if (stage.key, stage.name) in DEFAULT_PIPELINE else stage.name
+
+
+def change_sentence(count: int, stage: str | None, decision: str | None) -> str:
+    """The bulk change named with its count ("Move 72 applicants to “Interview”"): the confirmation's question
+    and its button say the same thing. `stage` and `decision` are already in words; neither: decisions sent."""
+    number = format_number(count)
+    if stage and decision:
+        return ngettext("Move %(count)s applicant to “%(stage)s” and set the decision “%(decision)s”",
+                        "Move %(count)s applicants to “%(stage)s” and set the decision “%(decision)s”", count,
+                        count=number, stage=stage, decision=decision)
+    if stage:
+        return ngettext("Move %(count)s applicant to “%(stage)s”", "Move %(count)s applicants to “%(stage)s”",
+                        count, count=number, stage=stage)
+    if decision:
+        return ngettext("Set the decision “%(decision)s” for %(count)s applicant",
+                        "Set the decision “%(decision)s” for %(count)s applicants", count, count=number,
+                        decision=decision)
+    return ngettext("Send %(count)s decision", "Send %(count)s decisions", count, count=number)
+
+
 def list_url_from(value: str | None) -> str | None:
     """A `back` link to the applicant list (same site, the list's own path), else None."""
     path = safe_next(value)
@@ -210,7 +252,12 @@ def applicant_view_delete(view_id: str):
 @bp.post("/applicants/bulk-matching")
 @staff_required
 def applicants_bulk_matching():
-    """The bulk form's change applied to every application matching the list's filters."""
+    """The bulk form's change applied to every application matching the list's filters.
+
+    Every change is confirmed first, in the page: the question names the change and how many applicants it
+    reaches ("Move 72 applicants to “Interview”?"), and sending decisions adds how they will reach each
+    applicant. The change goes ahead only with that confirmation's token, once, while the number matching is
+    still the one confirmed."""
     form = submitted(BulkMatchingForm())
     state = ListState.from_args(_MultiArgs(parse_qs(form.matching.data or "", keep_blank_values=True)))
     change = {"stage": form.stage.data, "decision": form.decision.data, "send_decision": form.send_decision.data}
@@ -223,26 +270,87 @@ def applicants_bulk_matching():
             return redirect(state.url())
         return render_page("applicants/partial/bulk_result.html", ok=True, message=message, records=[],
                            problems=[], stage_names={})
+    check_change(form.stage.data, form.decision.data)
+    plan = None
     if form.send_decision.data:
-        # Sending is confirmed first, naming the decisions and how they will reach each applicant; the change
-        # goes ahead only if the number confirmed is still the number matching.
         plan = plan_matching_sends(g.scope, state.filters.as_args(), form.decision.data or None)
         total = plan.covered or len(plan.sends)
-        if total == 0:
-            raise InvalidInput(_("No applicants match these filters."), field="matching")
-        if form.confirm_total.data != str(total):
-            return render_page("applicants/bulk_matching_confirm.html", "applicants/partial/bulk_matching_confirm.html",
-                               send_plan=plan, total=total, form=form, list_url=state.url(),
-                               decision_labels=DECISION_LABELS, stage_name=_stage_name(form.stage.data))
+    else:
+        total = count_applications(g.scope, parse_application_query(state.filters.as_args()).filters)
+    if total == 0:
+        raise InvalidInput(_("No applicants match these filters."), field="matching")
+    target = "matching?" + urlencode(sorted(state.filters.as_args().items()))
+    if not use_confirmation(form.confirmation.data, target, change, total):
+        return render_page("applicants/bulk_matching_confirm.html", "applicants/partial/bulk_confirm.html",
+                           form=form, list_url=state.url(), matching=True,
+                           **confirmation_context(target, change, total, plan, renewed=bool(form.confirmation.data)))
     bulk = start_bulk_change(g.scope, current_user.email, state.filters.as_args(), change)
     audit("applicants.bulk_update_matching", f"{bulk.id}: {bulk.total} matching {urlencode(state.filters.as_args()) or 'all'}")
     if not is_partial_request():
-        return redirect(url_for("portal.applicants_bulk_change", change_id=bulk.id))
+        return redirect(url_for("portal.applicants_bulk_change", change_id=bulk.id, back=state.url()))
     return render_page("applicants/partial/bulk_change.html", bulk=bulk, list_url=state.url())
 
 
-def _stage_name(key: str | None) -> str | None:
-    return next((stage.name for stage in pipeline(g.scope) if stage.key.lower() == key.lower()), key) if key else None
+def check_change(stage: str | None, decision: str | None) -> None:
+    """A stage of the pipeline and a known decision, else a 400 before anything is asked or changed."""
+    if stage and stage not in {item.key for item in pipeline(g.scope)}:
+        raise InvalidInput(_("Stage: this stage is not in your pipeline."), field="stage")
+    if decision and decision not in DECISIONS:
+        raise InvalidInput(_("Decision: choose one of the listed decisions."), field="decision")
+
+
+# How long a bulk confirmation can be answered.
+CONFIRMATION_MAX_AGE = 30 * 60
+
+
+def _confirmations() -> URLSafeTimedSerializer:
+    return URLSafeTimedSerializer(current_app.secret_key, salt="karibu.bulk-confirmation")
+
+
+def _confirmed_subject(target: str, change: dict, count: int) -> str:
+    """What a confirmation agrees to: this user, this institution, these applicants (`target`: the selected
+    ids or the filters matched), this change and this count."""
+    subject = [g.scope.institution_id, current_user.id, target, change.get("stage") or "",
+               change.get("decision") or "", bool(change.get("send_decision")), count]
+    return hashlib.sha256(json.dumps(subject).encode()).hexdigest()
+
+
+def confirmation_token(target: str, change: dict, count: int) -> str:
+    """A signed one-time token for the confirm button of a bulk change."""
+    return _confirmations().dumps({"subject": _confirmed_subject(target, change, count),
+                                   "once": secrets.token_urlsafe(16)})
+
+
+def use_confirmation(token: str | None, target: str, change: dict, count: int) -> bool:
+    """True, once, for a token of a confirmation of exactly this change of these applicants, less than
+    CONFIRMATION_MAX_AGE old: a second press of the same button, a selection, change or count that is not
+    the one confirmed, or an old token asks the confirmation again instead of changing anything."""
+    if not token:
+        return False
+    try:
+        data = _confirmations().loads(token, max_age=CONFIRMATION_MAX_AGE)
+    except BadData:
+        return False
+    if not isinstance(data, dict) or data.get("subject") != _confirmed_subject(target, change, count):
+        return False
+    try:
+        return bool(redis_connection().set(f"karibu:bulk-confirmation:{data.get('once')}", b"1", nx=True,
+                                           ex=CONFIRMATION_MAX_AGE))
+    except RedisError:
+        raise ServiceUnavailable(_("The change could not be confirmed; nothing was changed. Try again in a "
+                                   "moment.")) from None
+
+
+def confirmation_context(target: str, change: dict, count: int, send_plan, renewed: bool = False) -> dict:
+    """What the one bulk confirmation shows (partial/bulk_confirm.html), for selected rows and all matching:
+    the change named with its count, how decisions will be sent, and a fresh one-time token. `renewed`: the
+    answer came with a token that no longer holds, so the question is asked again."""
+    stage, decision = change.get("stage"), change.get("decision")
+    stage_name = next((stage_label(item) for item in pipeline(g.scope) if item.key == stage), stage) if stage else None
+    return {"count": count, "send_plan": send_plan, "decision_labels": DECISION_LABELS, "renewed": renewed,
+            "sent_after_change": bool(send_plan and (stage or decision)),
+            "token": confirmation_token(target, change, count),
+            "change": change_sentence(count, stage_name, words("decision", decision) if decision else None)}
 
 
 @bp.get("/applicants/bulk-changes/<change_id>")

@@ -27,8 +27,8 @@ from core.applications.xlsx_export import CONTENT_TYPE as XLSX_CONTENT_TYPE
 from core.applications.xlsx_export import export_applications_xlsx
 from portal import bp
 from portal.applicant_list import (
-    COLUMNS, COUNT_CAP, DEFAULT_SORT, SORT_CHOICES, Filters, ListState, count_is_capped, list_url_from, match_count_text,
-    saved_views_context,
+    COLUMNS, COUNT_CAP, DEFAULT_SORT, SORT_CHOICES, Filters, ListState, confirmation_context, count_is_capped,
+    list_url_from, load_more_text, match_count_text, saved_views_context, stage_label, use_confirmation,
 )
 from portal.applicant_timeline import DECISION_LABELS, timeline_context
 from portal.forms import (
@@ -49,7 +49,12 @@ class Choices:
 
 
 def _stage_names(pipeline=None) -> dict[str, str]:
-    return {stage.key: stage.name for stage in (pipeline or stage_pipeline(g.scope))}
+    return {stage.key: stage_label(stage) for stage in (pipeline or stage_pipeline(g.scope))}
+
+
+def _shown_before(value: str | None) -> int:
+    """How many rows the list showed before this "load more" page (`shown`; anything else counts as none)."""
+    return int(value) if value and value.isdigit() and len(value) < 10 else 0
 
 
 def _page(state: ListState, cursor: str | None):
@@ -70,11 +75,13 @@ def applicants():
     cursor = request.args.get("cursor") or None
     query, page, records = _page(state, cursor)
     pipeline = stage_pipeline(g.scope)
+    total = count_applications(g.scope, query.filters, cap=COUNT_CAP)
+    shown = (_shown_before(request.args.get("shown")) if cursor else 0) + len(records)
     context = dict(list_state=state, filters=filters, page=page, records=records, cursor=cursor,
-                   stage_names=_stage_names(pipeline), list_url=state.url())
+                   stage_names=_stage_names(pipeline), list_url=state.url(), shown=shown,
+                   load_more_label=load_more_text(shown, total))
     if is_partial_request() and cursor:
         return render_page("applicants/partial/rows.html", **context)
-    total = count_applications(g.scope, query.filters, cap=COUNT_CAP)
     choices = Choices(cycles=cycles(g.scope), programs=programs(g.scope), stages=pipeline)
     # The address bar shows only the state in use, so a copied link is short and shareable.
     headers = {"HX-Push-Url": state.url()} if is_partial_request() else {}
@@ -150,8 +157,10 @@ def _bulk_change(form: BulkUpdateForm) -> tuple[list[str], dict]:
 def applicants_bulk():
     """Stage and decision changes of the selected rows: all or nothing, the same rules as the API's PATCH.
 
-    Sending decisions takes a confirmation that names how many ("Send 12 decisions?"): the answer is this
-    same form again with `confirm_count`, which must still be the number selected.
+    Every change is confirmed first with the question that "all matching" asks too, naming the change and
+    the count ("Move 3 applicants to “Interview”?"; sending decisions adds how each will reach its
+    applicant): the answer is this same form again with the confirmation's one-time token, which holds the
+    change and the rows selected.
     """
     form = submitted(BulkUpdateForm())
     ids, change = _bulk_change(form)
@@ -162,13 +171,15 @@ def applicants_bulk():
         return render_page("applicants/partial/bulk_result.html", ok=True, message=message, records=[],
                            problems=[], stage_names={})
     batch = parse_updates({"updates": [{"id": id_, **change} for id_ in ids]})
+    target = "ids:" + ",".join(sorted(ids))
     try:
-        if change.get("send_decision") and form.confirm_count.data != str(len(ids)):
+        if not use_confirmation(form.confirmation.data, target, change, len(ids)):
             check_updates(g.scope, batch)  # a change that cannot be made is refused before any confirmation
+            plan = plan_decision_sends(g.scope, ids, change.get("decision")) if change.get("send_decision") else None
             return render_page("applicants/bulk_confirm.html", "applicants/partial/bulk_confirm.html",
-                               ids=ids, change=change, count=len(ids), back=_list_address(form),
-                               send_plan=plan_decision_sends(g.scope, ids, change.get("decision")),
-                               decision_labels=DECISION_LABELS)
+                               ids=ids, form=form, back=_list_address(form),
+                               **confirmation_context(target, change, len(ids), plan,
+                                                      renewed=bool(form.confirmation.data)))
         outcome = apply_updates(g.scope, batch, actor=staff_actor(),
                                 emit_application_updated=settings().EMIT_APPLICATION_UPDATED)
     except InvalidInput as error:
@@ -180,7 +191,7 @@ def applicants_bulk():
     if not is_partial_request():
         return _back_to_list(form, message, "ok")
     rows, _found = fetch_applications_by_id(g.scope, ids)
-    return render_page("applicants/partial/bulk_result.html", ok=True, message=message,
+    return render_page("applicants/partial/bulk_result.html", ok=True, applied=True, message=message,
                        records=[application_record(row) for row in rows], problems=[],
                        stage_names=_stage_names())
 
@@ -224,6 +235,13 @@ def _file_page(application_id: str, **extra):
     return {**context, **extra}
 
 
+def _file_address(application_id: str) -> str:
+    """The file again after a save (POST-redirect-GET), keeping its way back to the list as it was (filters,
+    sort, page): `back` only when it is the applicant list of this site, so no post redirects elsewhere."""
+    return url_for("portal.applicant_detail", application_id=application_id,
+                   back=list_url_from(request.args.get("back")))
+
+
 @bp.get("/applicants/<application_id>")
 @staff_required
 def applicant_detail(application_id: str):
@@ -259,7 +277,7 @@ def applicant_change_state(application_id: str):
     notice = _("Saved.") if outcome.updated else _("Nothing to change: the stage and decision were already these.")
     if not is_partial_request():
         flash(notice, "ok")
-        return redirect(url_for("portal.applicant_detail", application_id=application_id))
+        return redirect(_file_address(application_id))
     return render_page("applicants/partial/state.html", state_notice=notice, oob=True,
                        **_file_page(application_id))
 
@@ -293,7 +311,7 @@ def applicant_send_decision(application_id: str):
                     date=datetime_text(outcome.decision.sent_at))
     if not is_partial_request():
         flash(message, "ok" if outcome.sent else "info")
-        return redirect(url_for("portal.applicant_detail", application_id=application_id))
+        return redirect(_file_address(application_id))
     return render_page("applicants/partial/decision_sent.html", send_notice=message, send_ok=outcome.sent,
                        status=200 if outcome.sent else 409, **_file_page(application_id))
 

@@ -100,15 +100,14 @@ class ChangePasswordForm(SetPasswordForm):
 class BulkUpdateForm(FlaskForm):
     """The applicants table's bulk change; the view checks the combination, as the API's PATCH does.
 
-    A change that sends decisions is confirmed first: `confirm_count` is the number of decisions the staff
-    member agreed to send, and the change goes ahead only if it is still the number selected; `cancel` drops
-    the confirmation.
+    Every change is confirmed first: `confirmation` is the one-time token of the confirmation the staff member
+    answered (it holds the change and the number selected); `cancel` drops the confirmation.
     """
     ids = SelectMultipleField(validate_choice=False)
     stage = StringField(filters=[_strip])
     decision = StringField(filters=[_strip])
     send_decision = BooleanField()
-    confirm_count = StringField(filters=[_strip])
+    confirmation = StringField(filters=[_strip])
     cancel = StringField(filters=[_strip])
     back = StringField(filters=[_strip])  # the list page to return to (no-JavaScript confirmation page)
 
@@ -125,8 +124,9 @@ class BulkMatchingForm(FlaskForm):
     stage = StringField(filters=[_strip])
     decision = StringField(filters=[_strip])
     send_decision = BooleanField()
-    # Sending decisions is confirmed with the number of applicants it goes to (or dropped with `cancel`).
-    confirm_total = StringField()
+    # Every change is confirmed with a one-time token that holds the change and the number matching (or
+    # dropped with `cancel`).
+    confirmation = StringField(filters=[_strip])
     cancel = BooleanField()
 
 

@@ -10,6 +10,7 @@ from sqlalchemy import select
 from core.db import db
 from core.models import Event
 from tests.messages.conftest import all_messages, drain_now, send_decisions
+from tests.portal.bulk_confirmation import confirmation_token
 from tests.portal.conftest import PASSWORD, csrf_token, sign_in
 
 
@@ -131,9 +132,10 @@ def test_the_portals_bulk_send_emails_every_applicant_once(mail_app, smtp, facto
     applications = [factory.application(institution, email=f"bulk{n}@example.com") for n in range(3)]
     client, token = _signed_in(mail_app, factory, institution, role="staff")
     data = {"ids": [a.id for a in applications], "decision": "accepted", "send_decision": "true",
-            "confirm_count": "3", "csrf_token": token}
+            "csrf_token": token}
+    data["confirmation"] = confirmation_token(client.post("/applicants/bulk", data=data))
     assert client.post("/applicants/bulk", data=data).status_code == 302
-    assert client.post("/applicants/bulk", data=data).status_code == 302  # sent twice: nothing more
+    assert client.post("/applicants/bulk", data=data).status_code == 200  # the same confirmation again: asked anew
     drain_now(mail_app)
     assert sorted(r.recipients[0] for r in smtp.received) == [f"bulk{n}@example.com" for n in range(3)]
     assert {m.status for m in all_messages(mail_app)} == {"sent"} and len(all_messages(mail_app)) == 3

@@ -15,6 +15,7 @@ from core.db import db
 from core.models import Applicant, Application, AuditLog, Payment, SavedView, utcnow
 from core.models.webhooks import WebhookEndpoint
 from tests.conftest import auth_header
+from tests.portal.bulk_confirmation import confirmed
 from tests.portal.conftest import Portal, csrf_token, sign_in
 
 FIRST, LAST = "Nyokabi", "Wanjirugathu"
@@ -160,8 +161,8 @@ def test_export_and_erase_cover_every_record_of_the_person(app, factory, applied
 
     # Bulk changes of every application matching a search for the person, and for the other person.
     for search in ("wanjiru", "kamau"):
-        assert admin.post("/applicants/bulk-matching", data={"matching": f"q={search}", "stage": "interview"},
-                          htmx=True).status_code == 200
+        assert confirmed(admin, "/applicants/bulk-matching", {"matching": f"q={search}", "stage": "interview"},
+                         htmx=True).status_code == 200
 
     # The privacy page, opened from the third application (other email, same phone), lists what is erased.
     page = admin.get(f"/applicants/{third}/privacy").get_data(as_text=True)

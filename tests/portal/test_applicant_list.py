@@ -16,6 +16,7 @@ from core.institutions import pipeline
 from core.models import Applicant, Application, AuditLog, BulkChange, Cycle, Decision, Program
 from core.scoping import InstitutionScope
 from core.applications.search_text import applicant_search_text
+from tests.portal.bulk_confirmation import confirmation_token, confirmed
 
 ROW_ID = re.compile(r'<tr id="row-(app_[A-Za-z0-9]+)"')
 LOAD_MORE = re.compile(r'data-load-more href="([^"]+)"')
@@ -215,8 +216,8 @@ def test_a_small_matching_set_changes_inline_and_is_audited(staff, factory, app)
     cycle = factory.cycle(inst, programs=[program])
     chosen = [factory.application(inst, program=program, cycle=cycle, stage="submitted") for _ in range(3)]
     other = factory.application(inst, program=program, cycle=cycle, stage="committee_review")
-    response = staff.post("/applicants/bulk-matching", {"matching": "stage=submitted&sort=name",
-                                                        "stage": "interview"}, htmx=True)
+    response = confirmed(staff, "/applicants/bulk-matching", {"matching": "stage=submitted&sort=name",
+                                                              "stage": "interview"}, htmx=True)
     assert response.status_code == 200
     assert "3 of the 3 matching applications changed." in _text(response)
     assert set(_states(app, [a.id for a in chosen]).values()) == {("interview", "none")}
@@ -242,9 +243,9 @@ def test_each_batch_is_all_or_nothing(staff, factory, app, monkeypatch):
     batches = [by_id[index:index + 2] for index in range(0, 6, 2)]
     refused = [batch for batch in batches if any(row.decision == "none" for row in batch)]
     question = staff.post("/applicants/bulk-matching", {"matching": "", "send_decision": "y"}, htmx=True)
-    assert "Send decisions to all 6 matching applicants?" in _text(question)
-    response = staff.post("/applicants/bulk-matching", {"matching": "", "send_decision": "y", "confirm_total": "6"},
-                          htmx=True)
+    assert "Send 6 decisions?" in _text(question)
+    response = staff.post("/applicants/bulk-matching", {"matching": "", "send_decision": "y",
+                                                        "confirmation": confirmation_token(question)}, htmx=True)
     assert response.status_code == 200
     sentence = _text(response)
     assert "were left unchanged (their batch failed a check: cannot send: the application has no decision)" \
@@ -264,7 +265,7 @@ def test_a_large_matching_set_runs_as_a_job_with_progress(staff, factory, app, r
     chosen = [factory.application(inst, program=program, cycle=cycle, paid=True) for _ in range(5)]
     unpaid = factory.application(inst, program=program, cycle=cycle)
 
-    response = staff.post("/applicants/bulk-matching", {
+    response = confirmed(staff, "/applicants/bulk-matching", {
         "matching": "paid=true&columns=stage", "stage": "committee_review", "decision": "waitlisted"}, htmx=True)
     html = _text(response)
     assert response.status_code == 200 and "Waiting for a worker to change 5 matching applicants" in html
@@ -293,7 +294,7 @@ def test_a_large_matching_set_runs_as_a_job_with_progress(staff, factory, app, r
 
 def test_another_institution_cannot_see_a_bulk_change(staff, portal_as, factory):
     factory.application(staff.institution)
-    response = staff.post("/applicants/bulk-matching", {"matching": "", "stage": "interview"}, htmx=True)
+    response = confirmed(staff, "/applicants/bulk-matching", {"matching": "", "stage": "interview"}, htmx=True)
     change_id = re.search(r"bulk_[A-Za-z0-9]+", _text(response)).group(0)
     stranger = portal_as("staff")
     assert stranger.get(f"/applicants/bulk-changes/{change_id}").status_code == 404

@@ -7,6 +7,7 @@ from sqlalchemy import select
 
 from core.db import db
 from core.models import Application, Event
+from tests.portal.bulk_confirmation import confirmed
 
 
 def _text(response) -> str:
@@ -26,7 +27,8 @@ def test_bulk_change_updates_every_selected_row(staff, factory, app):
     untouched = factory.application(inst)
     ids = [a.id for a in chosen]
 
-    response = staff.post("/applicants/bulk", {"ids": ids, "stage": "interview", "decision": "accepted"}, htmx=True)
+    response = confirmed(staff, "/applicants/bulk", {"ids": ids, "stage": "interview", "decision": "accepted"},
+                         htmx=True)
     html = _text(response)
     assert response.status_code == 200
     assert "3 of 3 selected applications changed" in html
@@ -73,8 +75,8 @@ def test_bulk_change_needs_a_selection_and_a_change(staff, factory):
 
 def test_bulk_change_without_javascript_redirects_back_with_a_message(staff, factory):
     application = factory.application(staff.institution)
-    response = staff.post("/applicants/bulk", {"ids": [application.id], "stage": "interview"},
-                          headers={"Referer": "http://localhost/applicants?stage=submitted"})
+    response = confirmed(staff, "/applicants/bulk", {"ids": [application.id], "stage": "interview"},
+                         headers={"Referer": "http://localhost/applicants?stage=submitted"})
     assert response.status_code == 302 and response.headers["Location"] == "/applicants?stage=submitted"
     assert "1 of 1 selected application changed." in _text(staff.get("/applicants"))
 

@@ -1,11 +1,12 @@
-"""The bulk form's answers: a confirmation naming the count before decisions are sent (htmx and without
-JavaScript), refusals that list the rows at fault with why and leave the selection alone, one sentence."""
+"""The bulk form's answers: a confirmation naming the change and the count before anything changes (htmx and
+without JavaScript), used once, refusals that list the rows at fault with why and leave the selection alone, one sentence."""
 import re
 
 from sqlalchemy import func, select
 
 from core.db import db
 from core.models import Application, Event
+from tests.portal.bulk_confirmation import confirmation_token, confirmed
 
 
 def _text(response) -> str:
@@ -29,28 +30,39 @@ def test_sending_decisions_in_bulk_asks_first_naming_the_count(staff, factory, a
     asked = staff.post("/applicants/bulk", change, htmx=True)
     html = _text(asked)
     assert asked.status_code == 200
-    assert "<strong>Send 12 decisions?</strong>" in html
-    assert re.search(r'<button class="btn" type="submit" name="confirm_count" value="12"\s+autofocus>Send 12 decisions</button>',
-                     html)
+    assert "<strong>Set the decision “Accepted” for 12 applicants?</strong>" in html
+    assert "The decisions are then sent to the applicants." in html
+    assert re.search(r'<button class="btn" type="submit" name="confirmation" value="[^"]+" data-confirm-change '
+                     r'autofocus>Set the decision “Accepted” for 12 applicants</button>', html)
     assert '<button class="btn btn-secondary" type="submit" name="cancel" value="1">Cancel</button>' in html
     assert _sent(app) == 0 and set(_decisions(app, ids).values()) == {"none"}
+    token = confirmation_token(asked)
 
-    stale = staff.post("/applicants/bulk", {**change, "ids": ids[:11], "confirm_count": "12"}, htmx=True)
-    assert "Send 11 decisions?" in _text(stale) and _sent(app) == 0, "a changed selection is asked again"
+    stale = staff.post("/applicants/bulk", {**change, "ids": ids[:11], "confirmation": token}, htmx=True)
+    assert "Set the decision “Accepted” for 11 applicants?" in _text(stale) and _sent(app) == 0, \
+        "a changed selection is asked again"
+    assert "Confirm again: this change was already applied, or the selection" in _text(stale)
+    other_change = staff.post("/applicants/bulk", {**change, "decision": "rejected", "confirmation": token}, htmx=True)
+    assert "Set the decision “Rejected” for 12 applicants?" in _text(other_change) and _sent(app) == 0
 
     cancelled = staff.post("/applicants/bulk", {**change, "cancel": "1"}, htmx=True)
     assert "Nothing was changed or sent." in _text(cancelled) and _sent(app) == 0
 
-    confirmed = staff.post("/applicants/bulk", {**change, "confirm_count": "12"}, htmx=True)
+    confirmed = staff.post("/applicants/bulk", {**change, "confirmation": token}, htmx=True)
     assert confirmed.status_code == 200
-    assert 'role="status" tabindex="-1" autofocus><p>12 of 12 selected applications changed.</p>' in _text(confirmed)
+    assert ('role="status" tabindex="-1" autofocus data-bulk-done><p>12 of 12 selected applications changed.</p>'
+            in _text(confirmed))
     assert _sent(app) == 12 and set(_decisions(app, ids).values()) == {"accepted"}
+
+    again = staff.post("/applicants/bulk", {**change, "confirmation": token}, htmx=True)
+    assert "Confirm again" in _text(again) and "changed.</p>" not in _text(again), "a token is used once"
 
 
 def test_one_decision_is_asked_in_the_singular(staff, factory):
     application = factory.application(staff.institution, decision="accepted")
     html = _text(staff.post("/applicants/bulk", {"ids": [application.id], "send_decision": "true"}, htmx=True))
     assert "<strong>Send 1 decision?</strong>" in html and ">Send 1 decision</button>" in html
+    assert "The decisions are then sent" not in html
 
 
 def test_bulk_confirmation_without_javascript_is_a_page_that_returns_to_the_list(staff, factory, app):
@@ -58,20 +70,20 @@ def test_bulk_confirmation_without_javascript_is_a_page_that_returns_to_the_list
     asked = staff.post("/applicants/bulk", {"ids": ids, "send_decision": "true"},
                        headers={"Referer": "http://localhost/applicants?decision=accepted"})
     page = _text(asked)
-    assert asked.status_code == 200 and "<title>Send 3 decisions?" in page
+    assert asked.status_code == 200 and "<title>Confirm the bulk change" in page and "Send 3 decisions?" in page
     assert sorted(re.findall(r'<input type="hidden" name="ids" value="([^"]+)">', page)) == sorted(ids)
     assert '<input type="hidden" name="back" value="/applicants?decision=accepted">' in page
-    assert 'form="bulk-confirm" autofocus>Send 3 decisions</button>' in page
+    assert 'form="bulk-confirm" data-confirm-change autofocus>Send 3 decisions</button>' in page
     assert _sent(app) == 0
 
-    done = staff.post("/applicants/bulk", {"ids": ids, "send_decision": "true", "confirm_count": "3",
-                                           "back": "/applicants?decision=accepted"},
+    done = staff.post("/applicants/bulk", {"ids": ids, "send_decision": "true", "back": "/applicants?decision=accepted",
+                                           "confirmation": confirmation_token(asked)},
                       headers={"Referer": "http://localhost/applicants/bulk"})
     assert done.status_code == 302 and done.headers["Location"] == "/applicants?decision=accepted"
     assert _sent(app) == 3
     assert "3 of 3 selected applications changed." in _text(staff.get("/applicants"))
 
-    elsewhere = staff.post("/applicants/bulk", {"ids": ids, "stage": "interview", "back": "https://evil.example/"})
+    elsewhere = confirmed(staff, "/applicants/bulk", {"ids": ids, "stage": "interview", "back": "https://evil.example/"})
     assert elsewhere.status_code == 302 and elsewhere.headers["Location"] == "/applicants"
 
 
@@ -103,7 +115,7 @@ def test_a_refusal_without_javascript_names_the_rows_in_the_message(staff, facto
     decided = factory.application(staff.institution, decision="accepted")
     undecided = factory.application(staff.institution, first_name="Jean", last_name="Bosco")
     response = staff.post("/applicants/bulk", {"ids": [decided.id, undecided.id], "stage": "interview",
-                                               "send_decision": "true", "confirm_count": "2"},
+                                               "send_decision": "true"},
                           headers={"Referer": "http://localhost/applicants"})
     assert response.status_code == 302
     page = _text(staff.get("/applicants"))

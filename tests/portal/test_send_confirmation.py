@@ -11,6 +11,7 @@ from sqlalchemy import func, select
 from core.db import db
 from core.models import Event
 from core.models.messages import Message
+from tests.portal.bulk_confirmation import confirmation_token
 
 
 def _text(response) -> str:
@@ -131,19 +132,21 @@ def test_sending_to_every_matching_applicant_is_confirmed_with_what_will_be_sent
     ask = staff.post("/applicants/bulk-matching", change, htmx=True)
     text = _text(ask)
     assert ask.status_code == 200
-    assert "Send decisions to all 3 matching applicants?" in text
-    assert "Their stage also moves to “Interview”." in text
+    assert "Move 3 applicants to “Interview” and set the decision “Waitlisted”?" in text
+    assert "Every applicant matching the filters is changed, including those not shown." in text
+    assert "The decisions are then sent to the applicants." in text
     assert "Decisions to send: Waitlisted × 3." in text
     assert "Emails: 3 of 3 applicants." in text and "Text messages: none, they are not configured." in text
-    assert 'name="confirm_total" value="3"' in ask.get_data(as_text=True)
+    token = confirmation_token(ask)
     assert _sent(app) == (0, 0)
 
-    stale = staff.post("/applicants/bulk-matching", {**change, "confirm_total": "2"}, htmx=True)
-    assert "Send decisions to all 3 matching applicants?" in _text(stale) and _sent(app) == (0, 0)
+    stale = staff.post("/applicants/bulk-matching", {**change, "matching": "", "confirmation": token}, htmx=True)
+    assert "Move 4 applicants to “Interview” and set the decision “Waitlisted”?" in _text(stale)
+    assert _sent(app) == (0, 0), "a token confirms the filters it was asked for, not others"
     cancelled = staff.post("/applicants/bulk-matching", {**change, "cancel": "y"}, htmx=True)
     assert "Nothing was changed or sent." in _text(cancelled) and _sent(app) == (0, 0)
 
-    done = staff.post("/applicants/bulk-matching", {**change, "confirm_total": "3"}, htmx=True)
+    done = staff.post("/applicants/bulk-matching", {**change, "confirmation": token}, htmx=True)
     assert "3 of the 3 matching applications changed." in _text(done)
     assert _sent(app) == (3, 3)
 
@@ -153,9 +156,9 @@ def test_the_no_javascript_matching_confirmation_is_a_page_that_carries_the_chan
     ask = staff.post("/applicants/bulk-matching", {"matching": "", "send_decision": "y"})
     page = ask.get_data(as_text=True)
     assert ask.status_code == 200 and "<h1" in page
-    assert "Send a decision to the 1 matching applicant?" in _text(ask)
-    assert 'name="send_decision" value="y"' in page and 'name="confirm_total" value="1"' in page
+    assert "Send 1 decision?" in _text(ask) and "including those not shown" in _text(ask)
+    assert 'name="send_decision" value="y"' in page and 'form="matching-confirm" data-confirm-change' in page
     assert _sent(app) == (0, 0)
     assert staff.post("/applicants/bulk-matching", {"matching": "", "send_decision": "y",
-                                                     "confirm_total": "1"}).status_code == 302
+                                                     "confirmation": confirmation_token(ask)}).status_code == 302
     assert _sent(app) == (1, 1)
