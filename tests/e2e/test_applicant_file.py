@@ -84,8 +84,8 @@ def test_a_bulk_send_by_keyboard_asks_for_the_count_and_moves_focus(page, factor
     expect(page.get_by_role("button", name="Apply to selected")).to_be_focused()
     page.keyboard.press("Enter")
 
-    confirm = page.get_by_role("button", name="Send 2 decisions")
-    expect(page.locator("#bulk-result")).to_contain_text("Send 2 decisions?")
+    confirm = page.get_by_role("button", name="Set the decision “Accepted” for 2 applicants")
+    expect(page.locator("#bulk-result")).to_contain_text("Set the decision “Accepted” for 2 applicants?")
     expect(confirm).to_be_focused()
     screenshot(page, "applicants-bulk-confirm")
     page.keyboard.press("Enter")

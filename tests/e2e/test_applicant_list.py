@@ -110,8 +110,8 @@ def test_select_all_matching_changes_the_whole_filtered_set(page, factory):
     expect(page.get_by_role("button", name="Clear selection")).to_be_focused()
 
     page.get_by_label("Move to stage").select_option(label="Committee review")
-    page.once("dialog", lambda dialog: dialog.accept() if "60 matching" in dialog.message else dialog.dismiss())
     page.get_by_role("button", name="Apply to all 60 matching applicants").click()
+    page.get_by_role("button", name="Move 60 applicants to “Committee review”").click()
     expect(page.locator("#bulk-result")).to_contain_text("60 of the 60 matching applications changed.")
     screenshot(page, "applicants-all-matching")
 
@@ -133,10 +133,10 @@ def test_sending_to_every_matching_applicant_shows_what_will_be_sent_before_it_i
     page.get_by_role("button", name="Apply to all 60 matching applicants").click()
 
     question = page.get_by_role("alertdialog")
-    expect(question).to_contain_text("Send decisions to all 60 matching applicants?")
+    expect(question).to_contain_text("Set the decision “Accepted” for 60 applicants?")
     expect(question).to_contain_text("Decisions to send: Accepted × 60.")
     expect(question).to_contain_text("Text messages: none, they are not configured.")
-    send = page.get_by_role("button", name="Send 60 decisions")
+    send = page.get_by_role("button", name="Set the decision “Accepted” for 60 applicants")
     expect(send).to_be_focused()
     screenshot(page, "applicants-all-matching-send-confirm")
     send.click()

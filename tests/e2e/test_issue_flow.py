@@ -24,6 +24,7 @@ def test_bulk_stage_change_and_csv_export(page, factory):
     expect(page.locator('[data-selected-count="bulk"]')).to_have_text("3 selected")
     page.get_by_label("Move to stage").select_option(label="Interview")
     page.get_by_role("button", name="Apply to selected").click()
+    page.get_by_role("button", name="Move 3 applicants to “Interview”").click()
     expect(page.locator("#bulk-result")).to_contain_text("3 of 3 selected applications changed")
     expect(page.locator("tr.is-updated")).to_have_count(3)
     expect(page.locator("tr.is-updated").first).to_contain_text("Interview")
