@@ -87,7 +87,6 @@ def applicants():
     headers = {"HX-Push-Url": state.url()} if is_partial_request() else {}
     return render_page("applicants/index.html", "applicants/partial/results.html", choices=choices,
                        headers=headers, oob_export=True, total=total, total_capped=count_is_capped(total),
-                       count_cap=COUNT_CAP,
                        match_count=match_count_text(total),
                        sort_choices=SORT_CHOICES, column_choices=COLUMNS, **saved_views_context(), **context)
 
