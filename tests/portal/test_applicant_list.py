@@ -281,6 +281,8 @@ def test_a_large_matching_set_runs_as_a_job_with_progress(staff, factory, app, r
     assert "5 of the 5 matching applications changed." in _text(done)
     assert "every 1s" not in _text(done), "polling stops when the change is done"
     assert 'href="/applicants?paid=true&amp;columns=stage">Show the updated list</a>' in _text(done)
+    assert ('hx-get="/applicants?paid=true&amp;columns=stage" hx-trigger="load" hx-target="#results"' in _text(done)
+            and "data-bulk-done" in _text(done)), "once done, the list page draws its table again"
     assert set(_states(app, [a.id for a in chosen]).values()) == {("committee_review", "waitlisted")}
     assert _states(app, [unpaid.id])[unpaid.id] == ("submitted", "none")
     change_id = re.search(r"/applicants/bulk-changes/(bulk_[A-Za-z0-9]+)", poll).group(1)

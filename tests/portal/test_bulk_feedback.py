@@ -121,3 +121,21 @@ def test_a_refusal_without_javascript_names_the_rows_in_the_message(staff, facto
     page = _text(staff.get("/applicants"))
     assert ("Nothing was changed: 1 of 2 selected applications can&#39;t take this change. "
             "Jean Bosco: Send the decision: there is no decision to send yet.") in page
+
+
+def test_without_redis_a_confirmed_change_is_refused_whole(staff, factory, app, monkeypatch):
+    from redis import RedisError
+
+    import portal.applicant_list
+
+    class Unreachable:
+        def set(self, *args, **kwargs):
+            raise RedisError("connection refused")
+
+    ids = [factory.application(staff.institution).id for _ in range(2)]
+    change = {"ids": ids, "decision": "accepted"}
+    token = confirmation_token(staff.post("/applicants/bulk", change, htmx=True))
+    monkeypatch.setattr(portal.applicant_list, "redis_connection", lambda: Unreachable())
+    refused = staff.post("/applicants/bulk", {**change, "confirmation": token}, htmx=True)
+    assert refused.status_code == 503 and "nothing was changed" in _text(refused)
+    assert set(_decisions(app, ids).values()) == {"none"}
