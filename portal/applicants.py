@@ -2,17 +2,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import urlencode, urlsplit
+from datetime import timezone
+from urllib.parse import urlsplit
 
 from flask import Response, flash, g, redirect, request, send_file, url_for
 from flask_babel import gettext as _
 from flask_babel import lazy_gettext, ngettext
 
 from core.applications.applicant_file import applicant_file, application_document
-from core.applications.csv_export import export_applications_csv
+from core.applications.list_export import ExportColumn, export_list_csv
+from core.applications.list_export import field as export_field
 from core.applications.documents import attachment_disposition, document_storage, served_content_type
 from core.config import settings
 from core.errors import InvalidInput, NotFound
+from core.institutions import DEFAULT_PIPELINE
 from core.institutions import pipeline as stage_pipeline
 from core.applications.listing.counts import count_applications
 from core.applications.listing.pages import fetch_application_page, fetch_applications_by_id
@@ -24,17 +27,18 @@ from core.applications.records import application_record
 from core.messages.plan import plan_decision_sends
 from core.applications.state_updates import MAX_UPDATES, apply_updates, check_updates, parse_updates, send_decision
 from core.applications.xlsx_export import CONTENT_TYPE as XLSX_CONTENT_TYPE
-from core.applications.xlsx_export import export_applications_xlsx
+from core.applications.xlsx_export import export_list_xlsx
+from core.vocabulary import VOCABULARY, words
 from portal import bp
 from portal.applicant_list import (
-    COLUMNS, COUNT_CAP, DEFAULT_SORT, SORT_CHOICES, Filters, ListState, confirmation_context, count_is_capped,
+    COLUMNS, COUNT_CAP, DEFAULT_SORT, SORT_CHOICES, ListState, confirmation_context, count_is_capped,
     list_url_from, load_more_text, match_count_text, saved_views_context, stage_label, use_confirmation,
 )
 from portal.applicant_timeline import DECISION_LABELS, timeline_context
 from portal.forms import (
-    ActionForm, ApplicationStateForm, BulkUpdateForm, RecordAnswerForm, SendDecisionForm, submitted,
+    ApplicationStateForm, BulkUpdateForm, RecordAnswerForm, SendDecisionForm, submitted,
 )
-from portal.rendering import datetime_text, is_partial_request, render_page
+from portal.rendering import datetime_text, display_zone, is_partial_request, render_page
 from portal.security import audit, safe_next, staff_actor, staff_required
 
 PAGE_SIZE = 50
@@ -315,27 +319,77 @@ def applicant_send_decision(application_id: str):
                        status=200 if outcome.sent else 409, **_file_page(application_id))
 
 
-def _export_filters():
-    filters = Filters.from_args(request.args)
-    query = parse_application_query(filters.as_args(), kind="portal-applicants", default_limit=PAGE_SIZE)
-    return filters, query
+def _export_request():
+    """The list as the user sees it (filters checked, sort, columns) and the export's columns, in words."""
+    state = ListState.from_args(request.args)
+    query = parse_application_query(state.filters.as_args(), kind="portal-applicants", default_limit=PAGE_SIZE)
+    return state, query, _export_columns(state)
+
+
+def _export_columns(state: ListState) -> list[ExportColumn]:
+    """The columns of the list, in its order: the applicant, the application id, then the chosen columns, with
+    headers and values in the user's language and times in the display zone that the headers name. Every word
+    is looked up now: the file is written after the request has ended."""
+    zone = display_zone()
+    default_names = dict(DEFAULT_PIPELINE)
+    # A stage keeps the name the institution gave it; one still named as in the default pipeline is in words.
+    stage_names = {key: words("stage", key) if default_names.get(key) == name else name
+                   for key, name in _stage_names().items()}
+    decisions = {code: words("decision", code) for code in VOCABULARY["decision"]}
+    paid_words = {True: _("Paid"), False: _("Unpaid")}
+    yes_no = {True: words("yes_no", True), False: words("yes_no", False)}
+    labels = dict(COLUMNS)
+    first, last = export_field("personal.first_name"), export_field("personal.last_name")
+
+    def words_of(name: str, known: dict):
+        value = export_field(name)
+        return lambda row: known.get(value(row), value(row))
+
+    def in_zone(name: str):
+        value = export_field(name)
+        return lambda row: (value(row).replace(tzinfo=timezone.utc).astimezone(zone).replace(tzinfo=None)
+                            if value(row) is not None else None)
+
+    def timed(key: str) -> str:
+        return _("%(column)s (%(zone)s)", column=labels[key], zone=zone.key)
+
+    optional = {
+        "program": ExportColumn(str(labels["program"]), export_field("application.program_name")),
+        "cycle": ExportColumn(str(labels["cycle"]), export_field("application.cycle_name")),
+        "stage": ExportColumn(str(labels["stage"]), words_of("application.stage", stage_names)),
+        "decision": ExportColumn(str(labels["decision"]), words_of("application.decision", decisions)),
+        "paid": ExportColumn(str(labels["paid"]), words_of("payment.paid", paid_words)),
+        "enrolled": ExportColumn(str(labels["enrolled"]), words_of("application.enrolled", yes_no)),
+        "submitted": ExportColumn(timed("submitted"), in_zone("application.submitted_at")),
+        "updated": ExportColumn(timed("updated"), in_zone("application.updated_at")),
+    }
+    return [ExportColumn(_("Applicant"), lambda row: f"{first(row) or ''} {last(row) or ''}".strip()),
+            ExportColumn(_("Application ID"), export_field("id")),
+            *(optional[key] for key in state.columns)]
+
+
+def _export_filename(suffix: str) -> str:
+    """`applicants-2026-11-26.csv`: the day in the display zone, one name per kind of file."""
+    today = utcnow().replace(tzinfo=timezone.utc).astimezone(display_zone()).date()
+    return f"applicants-{today.isoformat()}{suffix}"
 
 
 @bp.get("/applicants/export.csv")
 @staff_required
 def applicants_export():
-    """Every application matching the current filters, streamed as one CSV in constant memory.
+    """The applicants matching the list's filters, with its columns and in its sort, as the portal shows
+    them (words, local times), streamed as one CSV in constant memory.
 
     `?excel=1` starts the file with the UTF-8 byte order mark, without which Excel reads it as the local
     code page ("JÃ©rÃ´me"). The export is opened (filters checked, rows counted, query started) before the
     response exists, so a bad filter is a 400 page, never a broken stream; `X-Total-Rows` tells how many
     records must arrive.
     """
-    filters, query = _export_filters()
+    state, query, columns = _export_request()
     for_excel = request.args.get("excel") == "1"
-    export = export_applications_csv(g.scope, query.filters, byte_order_mark=for_excel)
-    audit("applicants.export", urlencode(filters.as_args()) or "all")
-    filename = f"applicants-{utcnow():%Y%m%d-%H%M}.csv"
+    export = export_list_csv(g.scope, query.filters, state.sort, columns, byte_order_mark=for_excel)
+    audit("applicants.export", state.query_string() or "all")
+    filename = _export_filename("-excel.csv" if for_excel else ".csv")
     return Response(export, mimetype="text/csv", headers={
         "Content-Disposition": f'attachment; filename="{filename}"', "X-Total-Rows": str(export.total_rows)})
 
@@ -343,12 +397,12 @@ def applicants_export():
 @bp.get("/applicants/export.xlsx")
 @staff_required
 def applicants_export_xlsx():
-    """Every application matching the current filters as an Excel workbook with typed cells, written in
-    constant memory to a temporary file and streamed from it (core.applications.xlsx_export)."""
-    filters, query = _export_filters()
-    export = export_applications_xlsx(g.scope, query.filters)
-    audit("applicants.export_xlsx", urlencode(filters.as_args()) or "all")
-    filename = f"applicants-{utcnow():%Y%m%d-%H%M}.xlsx"
+    """The same as an Excel workbook with dates as dates, written in constant memory to a temporary file
+    and streamed from it (core.applications.xlsx_export)."""
+    state, query, columns = _export_request()
+    export = export_list_xlsx(g.scope, query.filters, state.sort, columns, sheet_name=_("Applicants"))
+    audit("applicants.export_xlsx", state.query_string() or "all")
+    filename = _export_filename(".xlsx")
     return Response(export, mimetype=XLSX_CONTENT_TYPE, direct_passthrough=True, headers={
         "Content-Disposition": f'attachment; filename="{filename}"', "Content-Length": str(export.size),
         "X-Total-Rows": str(export.total_rows)})

@@ -1,4 +1,4 @@
-"""The applicant list as an Excel workbook (.xlsx), written in constant memory.
+"""The applicant list as an Excel workbook (.xlsx), as the list shows it, written in constant memory.
 
 XlsxWriter's `constant_memory` mode writes each row to a temporary file as soon as the next row starts, so
 memory does not grow with the number of rows; the finished workbook (a zip) is written to a temporary file,
@@ -6,35 +6,32 @@ which the portal then streams in chunks and deletes. An .xlsx cannot be sent bef
 zip's directory comes last), so the whole file is built before the response starts: like the CSV export, a
 bad filter or a failure is an error page, never a broken download.
 
-Cells are typed: timestamps are Excel dates (UTC, shown as `yyyy-mm-dd hh:mm:ss`), amounts numbers,
-booleans booleans, and everything else, phone numbers included, text written with `write_string`, so that
-no cell is ever a formula whatever it starts with. The columns are those of the CSV export (RECORD_COLUMNS),
-each written by the kind of its field (core.applications.records.APPLICATION_FIELDS).
+The columns, their headers and their cells are the list's (core.applications.list_export.ExportColumn, in the
+reader's language). Cells are typed: a datetime is an Excel date (already in the zone the header names, shown
+as `yyyy-mm-dd hh:mm`); everything else is text written with `write_string`, so that no cell is ever a formula
+whatever it starts with.
 """
 from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select
 
 from core.applications.csv_export import release_snapshot, snapshot_connection
-from core.applications.listing.statements import ordered_applications
-from core.applications.records import AMOUNT, APPLICATION_FIELDS, BOOLEAN, RECORD_COLUMNS, TIMESTAMP, RecordField
+from core.applications.list_export import ExportColumn, display_row, sorted_applications
+from core.applications.listing.query import Sort
 from core.scoping import InstitutionScope
 
 CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 STREAM_CHUNK_SIZE = 64 * 1024
-SHEET_NAME = "Applicants"
-_DATETIME_FORMAT = "yyyy-mm-dd hh:mm:ss"
-_AMOUNT_FORMAT = "#,##0.00"
+_DATETIME_FORMAT = "yyyy-mm-dd hh:mm"
 # Workbook options: strings are never turned into formulas, numbers or links behind our back.
 _WORKBOOK_OPTIONS = {"constant_memory": True, "strings_to_formulas": False, "strings_to_numbers": False,
                      "strings_to_urls": False, "remove_timezone": True}
-_COLUMN_WIDTHS = {"personal.email": 30, "personal.phone": 18, "application.program_name": 28,
-                  "application.cycle_name": 18, "application.submitted_at": 20, "application.updated_at": 20}
 
 
 class XlsxExport:
@@ -66,20 +63,22 @@ class XlsxExport:
             os.unlink(self.path)
 
 
-def export_applications_xlsx(scope: InstitutionScope, filters: Mapping[str, Any]) -> XlsxExport:
-    """Every application matching `filters` (parsed list filters) as one workbook, in list order.
+def export_list_xlsx(scope: InstitutionScope, filters: Mapping[str, Any], sort: Sort,
+                     columns: Sequence[ExportColumn], sheet_name: str) -> XlsxExport:
+    """The matching applications as one workbook of `columns` (one sheet named `sheet_name`), in the list's
+    order.
 
     Read from one snapshot in batches (as the CSV export does, so the rows and `total_rows` agree) and
     written in constant memory; InvalidInput for a bad filter before anything is written.
     """
-    statement = ordered_applications(scope, filters)
+    statement = sorted_applications(scope, filters, sort)
     handle, path = tempfile.mkstemp(prefix="karibu-export-", suffix=".xlsx")
     os.close(handle)
     connection = snapshot_connection()
     try:
         total_rows = connection.scalar(select(func.count()).select_from(statement.order_by(None).subquery()))
         rows = connection.execute(statement.execution_options(yield_per=2000))
-        _write_workbook(path, rows)
+        _write_workbook(path, rows, columns, sheet_name)
         return XlsxExport(path, total_rows)
     except BaseException:
         os.unlink(path)
@@ -88,35 +87,24 @@ def export_applications_xlsx(scope: InstitutionScope, filters: Mapping[str, Any]
         release_snapshot(connection)
 
 
-def _write_workbook(path: str, rows) -> None:
+def _write_workbook(path: str, rows, columns: Sequence[ExportColumn], sheet_name: str) -> None:
     import xlsxwriter  # a sizeable library: loaded by the first export, not by every web worker at start
 
     workbook = xlsxwriter.Workbook(path, {**_WORKBOOK_OPTIONS, "tmpdir": os.path.dirname(path)})
     try:
-        sheet = workbook.add_worksheet(SHEET_NAME)
+        # Excel refuses a sheet name longer than 31 characters or holding []:*?/\
+        sheet = workbook.add_worksheet("".join(c for c in sheet_name if c not in "[]:*?/\\")[:31])
         header = workbook.add_format({"bold": True})
         datetime_format = workbook.add_format({"num_format": _DATETIME_FORMAT})
-        amount_format = workbook.add_format({"num_format": _AMOUNT_FORMAT})
-        for column, name in enumerate(RECORD_COLUMNS):
-            sheet.set_column(column, column, _COLUMN_WIDTHS.get(name, 14))
+        for number, column in enumerate(columns):
+            sheet.set_column(number, number, max(14, min(len(column.header) + 2, 40)))
+            sheet.write_string(0, number, column.header, header)
         sheet.freeze_panes(1, 0)
-        for column, name in enumerate(RECORD_COLUMNS):
-            sheet.write_string(0, column, name, header)
-        writers = [_cell_writer(sheet, field, datetime_format, amount_format) for field in APPLICATION_FIELDS]
         for number, row in enumerate(rows, start=1):
-            for column, (write, value) in enumerate(zip(writers, row)):
-                if value is not None:
-                    write(number, column, value)
+            for column, value in enumerate(display_row(row, columns)):
+                if isinstance(value, datetime):
+                    sheet.write_datetime(number, column, value, datetime_format)
+                elif value is not None and value != "":
+                    sheet.write_string(number, column, str(value))
     finally:
         workbook.close()
-
-
-def _cell_writer(sheet, field: RecordField, datetime_format, amount_format):
-    """The typed write method of one column, by the kind of its field."""
-    if field.kind is TIMESTAMP:
-        return lambda row, column, value: sheet.write_datetime(row, column, value, datetime_format)
-    if field.kind is AMOUNT:
-        return lambda row, column, value: sheet.write_number(row, column, float(value), amount_format)
-    if field.kind is BOOLEAN:
-        return lambda row, column, value: sheet.write_boolean(row, column, bool(value))
-    return lambda row, column, value: sheet.write_string(row, column, str(value))

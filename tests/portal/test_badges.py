@@ -39,7 +39,7 @@ def test_message_statuses_show_in_their_tone_on_the_list_the_detail_and_the_file
         assert badge in _text(admin.get(f"/messages/{ids[status]}")), status
 
 
-def test_an_http_status_shows_in_the_tone_of_its_class_in_the_audit_log(admin, app):
+def test_an_outcome_shows_in_words_in_the_tone_of_its_status_class_in_the_audit_log(admin, app):
     with app.app_context():
         for minute, status in enumerate((200, 302, 404, 503)):
             db.session.add(AuditLog(institution_id=admin.institution.id, actor="clerk", source="api",
@@ -47,9 +47,9 @@ def test_an_http_status_shows_in_the_tone_of_its_class_in_the_audit_log(admin, a
                                     created_at=START + timedelta(minutes=minute)))
         db.session.commit()
     html = _text(admin.get("/audit?source=api"))
-    assert re.findall(r'<span class="badge badge-(\w+)">(\d+)</span>', html) == [
-        ("bad", "503"), ("warn", "404"), ("ok", "302"), ("ok", "200")]
-    assert html.count('<span class="badge">api</span>') == 4, "the source: a plain badge"
+    assert re.findall(r'<span class="badge badge-(\w+)">(\w+)</span>', html) == [
+        ("bad", "Failed"), ("warn", "Refused"), ("ok", "Succeeded"), ("ok", "Succeeded")]
+    assert html.count('<div class="muted">API</div>') == 4, "the source, in words"
 
 
 def test_decisions_show_in_their_tone_and_none_is_plain(staff, factory):

@@ -114,8 +114,8 @@ def test_export_streams_every_row_of_the_current_filter(staff, factory, app):
     assert response.status_code == 200 and response.mimetype == "text/csv"
     assert "attachment" in response.headers["Content-Disposition"]
     rows = list(csv.DictReader(io.StringIO(_text(response))))
-    assert sorted(row["id"] for row in rows) == sorted(a.id for a in paid)
-    assert {row["personal.first_name"] for row in rows} == {"'=cmd"}
+    assert sorted(row["Application ID"] for row in rows) == sorted(a.id for a in paid)
+    assert {row["Applicant"] for row in rows} == {"'=cmd Uwase"}
 
     partial = staff.get("/applicants?paid=false", htmx=True)
     assert '<span id="export-links" class="actions" hx-swap-oob="true">' in _text(partial)

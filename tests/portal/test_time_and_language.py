@@ -172,7 +172,7 @@ def test_audit_days_are_days_of_the_institution_zone(app, factory, portal_as):
 
 def test_a_bad_audit_date_is_named_by_its_label(staff):
     response = staff.get("/audit?since=yesterday")
-    assert response.status_code == 400 and "From must be an ISO-8601 date" in _text(response)
+    assert response.status_code == 400 and "Enter the From date as YYYY-MM-DD" in _text(response)
 
 
 def test_dashboard_names_decisions_in_words_and_counts_with_plurals(factory, portal_as):
