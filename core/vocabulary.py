@@ -7,6 +7,7 @@ added elsewhere stays visible rather than blank; the translation guard test list
 from __future__ import annotations
 
 from flask_babel import lazy_gettext as _l
+from flask_babel import lazy_pgettext
 
 VOCABULARY = {
     "decision": {
@@ -16,7 +17,8 @@ VOCABULARY = {
     "decision_response": {"accepted": _l("Accepted the offer"), "declined": _l("Declined the offer")},
     # The default pipeline's stage keys; an institution's own stages are shown by the name it gave them.
     "stage": {
-        "submitted": _l("Submitted"), "documents_review": _l("Documents review"), "interview": _l("Interview"),
+        # In context: "Submitted" is also a column header ("the date it was submitted"), a different word in French.
+        "submitted": lazy_pgettext("stage", "Submitted"), "documents_review": _l("Documents review"), "interview": _l("Interview"),
         "committee_review": _l("Committee review"), "completed": _l("Completed"),
     },
     "role": {"admin": _l("Administrator"), "staff": _l("Staff")},

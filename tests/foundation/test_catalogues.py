@@ -17,22 +17,22 @@ from babel.messages.pofile import read_po
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYWORDS = {"_": None, "_l": None, "gettext": None, "ngettext": (1, 2), "lazy_gettext": None,
-            "lazy_ngettext": (1, 2)}
+            "lazy_ngettext": (1, 2), "pgettext": ((1, "c"), 2), "lazy_pgettext": ((1, "c"), 2)}
 # Applicant-facing sources: these must also be in Swahili (staff pages are English and French).
 APPLICANT_FACING = ("portal/public.py", "templates/public/*", "templates/applicant_messages/*")
 PLACEHOLDER = re.compile(r"%\(\w+\)[sd]|%[sd]|\{\w*\}")
 
 
-def _extracted() -> dict[str, set[str]]:
-    """msgid → the files it comes from."""
+def _extracted() -> dict[tuple[str | None, str], set[str]]:
+    """(context, msgid) → the files it comes from."""
     with (ROOT / "babel.cfg").open() as handle:
         method_map, options_map = parse_mapping_cfg(handle)
     found: dict[str, set[str]] = {}
-    for filename, _line, message, _comments, _context in extract_from_dir(
+    for filename, _line, message, _comments, context in extract_from_dir(
             str(ROOT), method_map, options_map, keywords=KEYWORDS):
         msgid = message[0] if isinstance(message, tuple) else message  # a plural is filed under its singular
         if msgid:
-            found.setdefault(msgid, set()).add(filename.replace("\\", "/"))
+            found.setdefault((context, msgid), set()).add(filename.replace("\\", "/"))
     return found
 
 
@@ -54,14 +54,15 @@ def test_extraction_finds_the_staff_portal_strings():
 def test_every_marked_string_is_translated(language):
     catalogue = _catalogue(language)
     missing = []
-    for msgid, files in sorted(EXTRACTED.items()):
+    for (context, msgid), files in sorted(EXTRACTED.items(), key=lambda item: (item[0][1], item[0][0] or "")):
         if language == "sw" and not any(fnmatch(name, pattern) for name in files for pattern in APPLICANT_FACING):
             continue
-        message = catalogue.get(msgid)
+        message = catalogue.get(msgid, context=context)
         strings = message.string if message is not None else None
         translated = all(strings) if isinstance(strings, tuple) else bool(strings)
         if message is None or message.fuzzy or not translated:
-            missing.append(f"{msgid!r} ({', '.join(sorted(files))})")
+            where = f" in context {context!r}" if context else ""
+            missing.append(f"{msgid!r}{where} ({', '.join(sorted(files))})")
     assert not missing, f"{len(missing)} strings lack a {language} translation:\n" + "\n".join(missing[:50])
 
 
