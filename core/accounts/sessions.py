@@ -9,7 +9,6 @@ from datetime import timedelta
 from functools import lru_cache
 
 from sqlalchemy import select, update
-from ua_parser import parse as parse_user_agent
 
 from core.config import settings
 from core.db import db
@@ -40,6 +39,9 @@ class Device:
 @lru_cache(maxsize=256)
 def describe_user_agent(user_agent: str | None) -> Device:
     """The browser and system named by a User-Agent header ("Chrome", "Windows"), via ua-parser's rules."""
+    # Imported on first use: ua-parser loads PyYAML, which the web app otherwise needs only for the API.
+    from ua_parser import parse as parse_user_agent
+
     result = parse_user_agent(user_agent or "")
     browser = result.user_agent.family if result.user_agent else None
     system = result.os.family if result.os else None
