@@ -73,6 +73,7 @@ class WebhookReceiver:
         self.url_map = Map([
             Rule("/", endpoint="page", methods=["GET"]),
             Rule("/deliveries", endpoint="list", methods=["GET"]),
+            Rule("/favicon.ico", endpoint="no_icon", methods=["GET"]),
             Rule("/hooks/<institution_id>", endpoint="hook", methods=["POST"]),
         ])
 
@@ -103,6 +104,10 @@ class WebhookReceiver:
             self._received.append(delivery)
         return Response(json.dumps({"received": True, "signature_verified": verified}),
                         content_type="application/json")
+
+    def on_no_icon(self, request: Request) -> Response:
+        """No icon (and no 404 in the browser's console)."""
+        return Response(status=204)
 
     def on_list(self, request: Request) -> Response:
         return Response(json.dumps({"deliveries": [asdict(item) for item in self.received()]}),
