@@ -1,4 +1,5 @@
-"""`flask --app wsgi mail-sink` and `sms-gateway-stand-in`: local servers that messages go to in development."""
+"""`flask --app wsgi mail-sink`, `sms-gateway-stand-in` and `webhook-receiver`: local servers that messages and
+webhooks go to in development."""
 from __future__ import annotations
 
 import logging
@@ -11,6 +12,8 @@ from flask import current_app
 from flask.cli import with_appcontext
 
 from core.config import settings
+from core.scoping import InstitutionScope
+from core.webhooks.endpoints import get_endpoint, signing_secret
 
 
 
@@ -57,4 +60,31 @@ def sms_gateway_command(host: str, port: int) -> None:
         server.server_close()
 
 
-DEV_SERVER_COMMANDS = (mail_sink_command, sms_gateway_command)
+@click.command("webhook-receiver")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (keep it on loopback).")
+@click.option("--port", default=8766, show_default=True, type=int, help="Port; 0 picks a free one.")
+@with_appcontext
+def webhook_receiver_command(host: str, port: int) -> None:
+    """Receive webhooks for the demo and show them at http://HOST:PORT/, each signature checked with the
+    secret of its institution's endpoint (WEBHOOK_DEV_RECEIVER_URL=http://HOST:PORT lets the portal use it)."""
+    from devtools.webhook_receiver import create_server
+
+    app = current_app._get_current_object()
+
+    def secret_for(institution_id: str) -> str | None:
+        with app.app_context():
+            endpoint = get_endpoint(InstitutionScope(institution_id))
+            return signing_secret(endpoint) if endpoint is not None else None
+
+    server, _ = create_server(host, port, secret_for)
+    click.echo(f"Development webhook receiver on http://{host}:{server.server_port}/ (deliveries to /hooks/ID)")
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown, daemon=True).start())
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+DEV_SERVER_COMMANDS = (mail_sink_command, sms_gateway_command, webhook_receiver_command)

@@ -95,6 +95,10 @@ class Settings(BaseModel):
     # Development and tests only: admit loopback/private targets (metadata addresses stay refused) and http.
     WEBHOOK_ALLOW_PRIVATE_TARGETS: bool = False
     WEBHOOK_ALLOW_HTTP: bool = False
+    # The demo only (scripts/run.sh sets it): the development webhook receiver's URL, an http URL on a loopback
+    # address (http://127.0.0.1:8766). URLs on exactly that origin are accepted as webhook targets and the
+    # Webhooks page offers it with one click; every other URL keeps the rules above. Empty everywhere else.
+    WEBHOOK_DEV_RECEIVER_URL: str = ""
     # PEM file used instead of the system trust store to verify receivers' certificates ("" = system store).
     WEBHOOK_CA_BUNDLE: str = ""
     # Webhook reliability: how often the sweep chain looks for due deliveries whose job is missing, and how
@@ -250,7 +254,12 @@ def check_startup_settings(config: Settings) -> None:
                 f"OIDC is enabled (OIDC_JWKS_URL is set) but {' and '.join(missing)} "
                 f"{'is' if len(missing) == 1 else 'are'} empty: tokens of any issuer or audience signed by "
                 "that key set would be accepted. Set OIDC_ISSUER and OIDC_AUDIENCE, or unset OIDC_JWKS_URL.")
-    # Imported here: core.messages reads its settings from this module.
+    # Imported here: core.webhooks and core.messages read their settings from this module.
+    from core.webhooks.urls import dev_receiver_origin
+    if config.WEBHOOK_DEV_RECEIVER_URL and dev_receiver_origin(config.WEBHOOK_DEV_RECEIVER_URL) is None:
+        raise ConfigurationError(
+            "WEBHOOK_DEV_RECEIVER_URL must be an http URL on a loopback address (e.g. http://127.0.0.1:8766), "
+            "without a query or user name; or leave it empty.")
     from core.messages.signing import dkim_signer
     dkim_signer(config)  # a half-configured DKIM or an unusable key file stops the start
 

@@ -3,27 +3,86 @@ their recent audit entries. The two-factor and language sections are included fr
 the portal supply."""
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass
+
 from flask import flash, g, redirect, session, url_for
 from flask_babel import gettext as _
 from flask_login import current_user, logout_user
 
 from core.audit.browsing import AuditFilters, audit_page
 from core.errors import InvalidInput, NotFound
-from core.accounts.sessions import end_all_sessions, end_session, live_sessions
+from core.accounts.sessions import describe_user_agent, end_all_sessions, end_session, live_sessions
+from core.models.accounts import StaffSession
 from core.accounts.users import change_password
 from portal import bp
 from portal.auth import complete_sign_in
 from portal.forms import ActionForm, ChangePasswordForm, submitted
-from portal.rendering import render_page
+from portal.rendering import datetime_text, render_page
 from portal.security import SESSION_RECORD_KEY, audit, staff_required
 
 RECENT_AUDIT_ENTRIES = 20
 
 
+@dataclass(frozen=True)
+class SessionRow:
+    """A signed-in browser as the account page lists it: its record, its name ("Chrome on Windows") and the
+    accessible name of its End button."""
+    record: StaffSession
+    name: str
+    current: bool
+    end_label: str
+
+
+def session_name(user_agent: str | None) -> str:
+    """"Chrome on Windows", "Chrome" when the system is unknown, "Unknown browser" when the browser is."""
+    device = describe_user_agent(user_agent)
+    if device.browser is None:
+        return _("Unknown browser")
+    if device.system is None:
+        return device.browser
+    return _("%(browser)s on %(system)s", browser=device.browser, system=device.system)
+
+
+def _session_rows() -> list[SessionRow]:
+    """The user's live sessions, each End button named after its session: browser, system and last activity;
+    the address when two would otherwise read the same, and a number when even that is shared."""
+    current_id = session.get(SESSION_RECORD_KEY)
+    records = live_sessions(current_user)
+    names = {record.id: session_name(record.user_agent) for record in records}
+    when = {record.id: datetime_text(record.last_seen_at) for record in records}
+
+    def described(record: StaffSession, with_address: bool) -> str:
+        name = names[record.id]
+        if record.id == current_id:
+            name = _("%(name)s (this browser)", name=name)
+        if with_address:
+            name = _("%(name)s from %(address)s", name=name, address=record.address or _("an unknown address"))
+        return name
+
+    labels = {record.id: described(record, False) for record in records}
+    for with_address, numbered in ((True, False), (True, True)):
+        seen = Counter((labels[record.id], when[record.id]) for record in records)
+        numbers: Counter = Counter()
+        for record in records:
+            key = (labels[record.id], when[record.id])
+            if seen[key] > 1:
+                if numbered:
+                    numbers[key] += 1
+                    labels[record.id] = _("%(name)s, session %(number)d", name=labels[record.id],
+                                          number=numbers[key])
+                else:
+                    labels[record.id] = described(record, with_address)
+    return [SessionRow(record=record, name=names[record.id], current=record.id == current_id,
+                       end_label=_("End session: %(name)s, last active %(when)s", name=labels[record.id],
+                                   when=when[record.id]))
+            for record in records]
+
+
 def _account_page(password_form: ChangePasswordForm | None = None, status: int = 200):
     return render_page(
         "account/index.html", status=status, password_form=password_form or ChangePasswordForm(formdata=None),
-        sessions=live_sessions(current_user), current_session=session.get(SESSION_RECORD_KEY),
+        sessions=_session_rows(),
         audit_rows=audit_page(g.scope, AuditFilters(actor=current_user.email), RECENT_AUDIT_ENTRIES).rows)
 
 

@@ -4,9 +4,13 @@ contact, website, footer line, logo); and each staff member's portal language (a
 page of its own)."""
 from __future__ import annotations
 
+from datetime import datetime, timezone
+from functools import lru_cache
+
+from babel.dates import get_timezone_location
 from flask import flash, g, redirect, request, url_for
+from flask_babel import get_locale, lazy_gettext, refresh
 from flask_babel import gettext as _
-from flask_babel import refresh
 from flask_login import current_user
 
 from core.errors import InvalidInput
@@ -16,7 +20,8 @@ from core.institutions.identity import (
 )
 from core.i18n import STAFF_LANGUAGES
 from core.accounts.preferences import (
-    chosen_time_zone, country_time_zone, set_time_zone, set_user_language, time_zone_names, user_language,
+    EAST_AFRICA_GROUP, FALLBACK_TIME_ZONE, UTC_GROUP, chosen_time_zone, country_time_zone, set_time_zone,
+    set_user_language, time_zone_groups, user_language, zone_info,
 )
 from portal import bp
 from portal.forms import ActionForm, IdentityForm, LanguageForm, LogoForm, TimeZoneForm, field_label, submitted
@@ -24,10 +29,57 @@ from portal.rendering import render_page
 from portal.security import admin_required, audit, safe_next, staff_required
 
 
+# The groups of the time-zone picker in words (UTC is its own name in every language).
+TIME_ZONE_GROUP_LABELS = {
+    EAST_AFRICA_GROUP: lazy_gettext("East Africa"), UTC_GROUP: "UTC", "Africa": lazy_gettext("Africa"),
+    "America": lazy_gettext("Americas"), "Antarctica": lazy_gettext("Antarctica"), "Arctic": lazy_gettext("Arctic"),
+    "Asia": lazy_gettext("Asia"), "Atlantic": lazy_gettext("Atlantic Ocean"), "Australia": lazy_gettext("Australia"),
+    "Europe": lazy_gettext("Europe"), "Indian": lazy_gettext("Indian Ocean"), "Pacific": lazy_gettext("Pacific Ocean"),
+}
+
+
+@lru_cache(maxsize=2048)
+def time_zone_city(zone: str, language: str) -> str:
+    """The zone's city in the language ("Kigali", "Le Caire"), from the CLDR names Babel carries; the last part
+    of the zone's name when CLDR has none."""
+    city = get_timezone_location(zone, locale=language, return_city=True)
+    return city if "/" not in city else zone.rsplit("/", 1)[-1].replace("_", " ")
+
+
+def utc_offset(zone: str, now: datetime) -> str:
+    """`UTC+02:00`, `UTC−03:30`, or `UTC` for a zone at UTC, the offset in force at `now`."""
+    offset = now.astimezone(zone_info(zone)).utcoffset()
+    minutes = int(offset.total_seconds() // 60) if offset else 0
+    if minutes == 0:
+        return "UTC"
+    sign = "+" if minutes > 0 else "−"
+    return f"UTC{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+
+
+def time_zone_choices(selected: str | None) -> dict:
+    """The picker's options: the country's zone (empty value) first, then the groups of `time_zone_groups`,
+    each zone labelled with its city and current UTC offset ("Kigali (UTC+02:00)"). A stored zone with no
+    listed equivalent stays choosable, so saving the form never changes it by accident."""
+    language, now = str(get_locale() or "en"), datetime.now(timezone.utc)
+    ungrouped = [("", _("The zone of your country (%(zone)s)", zone=country_time_zone(g.scope)))]
+    listed = set()
+    choices: dict = {None: ungrouped}
+    for group, zones in time_zone_groups():
+        options = []
+        for zone in zones:
+            listed.add(zone)
+            city = "UTC" if zone == FALLBACK_TIME_ZONE else time_zone_city(zone, language)
+            options.append((zone, _("%(city)s (%(offset)s)", city=city, offset=utc_offset(zone, now))))
+        choices[str(TIME_ZONE_GROUP_LABELS[group])] = options
+    if selected and selected not in listed:
+        ungrouped.append((selected, selected))
+    return choices
+
+
 def time_zone_form(formdata=None) -> TimeZoneForm:
-    form = TimeZoneForm(formdata=formdata, time_zone=chosen_time_zone(g.scope) or "")
-    form.time_zone.choices = [("", _("The zone of your country (%(zone)s)", zone=country_time_zone(g.scope)))] + [
-        (name, name) for name in time_zone_names()]
+    chosen = chosen_time_zone(g.scope)
+    form = TimeZoneForm(formdata=formdata, time_zone=chosen or "")
+    form.time_zone.choices = time_zone_choices(chosen)
     return form
 
 
@@ -36,9 +88,11 @@ def identity_form(formdata=None) -> IdentityForm:
     return IdentityForm(formdata=formdata, obj=g.scope.institution())
 
 
-def settings_page(status: int = 200, *, identity: IdentityForm | None = None, logo: LogoForm | None = None):
-    """The Settings page; a refused identity or logo form is shown again with its errors (`status` 400)."""
-    return render_page("settings/index.html", status=status, time_zone_form=time_zone_form(),
+def settings_page(status: int = 200, *, identity: IdentityForm | None = None, logo: LogoForm | None = None,
+                  zone: TimeZoneForm | None = None):
+    """The Settings page; a refused time-zone, identity or logo form is shown again with its errors (`status`
+    400)."""
+    return render_page("settings/index.html", status=status, time_zone_form=zone or time_zone_form(),
                        identity_form=identity or identity_form(), logo_form=logo or LogoForm(formdata=None),
                        identity=identity_of(g.scope), default_name=institution_name(g.scope),
                        default_colour=DEFAULT_COLOUR)
@@ -54,7 +108,12 @@ def settings():
 @admin_required
 def settings_time_zone():
     form = submitted(time_zone_form(formdata=request.form))
-    zone = set_time_zone(g.scope, form.time_zone.data)
+    try:
+        zone = set_time_zone(g.scope, form.time_zone.data)
+    except InvalidInput:
+        form.time_zone.errors = [*form.time_zone.errors, _("Choose a time zone from the list: “%(zone)s” is "
+                                                           "not one Karibu knows.", zone=(form.time_zone.data or "")[:64])]
+        return settings_page(400, zone=form)
     audit("institution.time_zone", zone)
     flash(_("Times are now shown in %(zone)s.", zone=zone), "ok")
     return redirect(url_for("portal.settings"))

@@ -9,15 +9,17 @@ it, also swap the whole deliveries section in or out.
 from __future__ import annotations
 
 from collections import Counter
+from datetime import date, datetime, timezone
 
 from flask import flash, g, redirect, request, url_for
 from flask_babel import gettext as _
 from flask_babel import lazy_gettext, ngettext
 from flask_login import current_user
 
-from core.errors import Conflict, InvalidInput, KaribuError
+from core.config import settings
+from core.errors import Conflict, InvalidInput, KaribuError, NotFound
 from core.models.webhooks import DELIVERY_STATUSES, SENDABLE_STATUSES
-from core.timefmt import parse_utc
+from core.timefmt import isoformat_z
 from core.webhooks.endpoints import (
     SUBSCRIBABLE_EVENT_TYPES,
     TEST_EVENT_TYPE,
@@ -38,10 +40,10 @@ from core.webhooks.log import (
     send_test_ping,
 )
 from core.webhooks.schedule import DISABLE_AFTER_CONSECUTIVE_FAILURES
-from core.webhooks.urls import masked_url
+from core.webhooks.urls import dev_receiver_origin, masked_url
 from portal import bp
 from portal.forms import ActionForm, RecoverForm, TestEventForm, WebhookForm, submitted
-from portal.rendering import is_partial_request, render_page
+from portal.rendering import datetime_text, display_zone, is_partial_request, render_page
 from portal.security import admin_required, audit
 from portal.webhook_errors import error_class_label, explain_failure
 
@@ -125,7 +127,21 @@ def _settings_page(*, secret: str | None = None, errors: dict | None = None, for
         message=message, message_kind=message_kind, events=SUBSCRIBABLE_EVENT_TYPES,
         event_descriptions=EVENT_DESCRIPTIONS, status=status, swap_deliveries=swap_deliveries and partial,
         swap_log_table=swap_log_table and partial, swap_example_types=bool(endpoint) and partial,
-        disabled_by_failures=_disabled_by_failures(endpoint), **_log_context())
+        disabled_by_failures=_disabled_by_failures(endpoint), dev_receiver=dev_receiver_url(),
+        uses_dev_receiver=bool(endpoint and dev_receiver_url()
+                               and endpoint.url == dev_receiver_endpoint_url()), **_log_context())
+
+
+def dev_receiver_url() -> str | None:
+    """The development receiver's page (WEBHOOK_DEV_RECEIVER_URL, the demo only), else None."""
+    url = settings().WEBHOOK_DEV_RECEIVER_URL.strip().rstrip("/")
+    return url if dev_receiver_origin(url) else None
+
+
+def dev_receiver_endpoint_url() -> str | None:
+    """Where the development receiver takes this institution's deliveries, else None."""
+    base = dev_receiver_url()
+    return f"{base}/hooks/{current_user.institution_id}" if base else None
 
 
 def _disabled_by_failures(endpoint) -> bool:
@@ -166,6 +182,22 @@ def webhooks_save():
         return _settings_page(errors=_field_errors(error), form=form, status=422)
     audit("webhook.save", endpoint.id)
     return _settings_page(secret=secret, message=_("Webhook settings saved."), swap_deliveries=not existed)
+
+
+@bp.post("/webhooks/dev-receiver")
+@admin_required
+def webhooks_use_dev_receiver():
+    """The demo's one click: the development receiver becomes the endpoint (event types and the name option
+    kept when an endpoint exists). Not found outside the demo."""
+    submitted(ActionForm())
+    url = dev_receiver_endpoint_url()
+    if url is None:
+        raise NotFound(_("There is no development receiver: it runs only in the demo (scripts/run.sh)."))
+    existed = get_endpoint(g.scope) is not None
+    endpoint, secret = save_endpoint(g.scope, url)
+    audit("webhook.save", endpoint.id)
+    return _settings_page(secret=secret, swap_deliveries=not existed, message=_(
+        "Deliveries now go to the development receiver. Send a test ping, then open the receiver's page."))
 
 
 @bp.post("/webhooks/rotate")
@@ -241,21 +273,42 @@ def webhooks_test_event():
                            id=delivery.id))
 
 
+def local_moment(text: str) -> datetime:
+    """A time typed in the portal's zone (`2026-11-20T08:00`, as a datetime-local field sends it, or a bare
+    date for its midnight) as naive UTC; a time carrying its own offset (`…Z`, `…+03:00`) keeps it. A time
+    the clocks skipped (moving forward for summer time) is refused; a time they repeated counts from its
+    first occurrence, so nothing in the hour is left out. Raises InvalidInput."""
+    zone = display_zone()
+    example = _("Recover failed deliveries since: enter a date and time, e.g. 2026-11-20T08:00.")
+    text = (text or "").strip()
+    try:
+        typed = (datetime.combine(date.fromisoformat(text), datetime.min.time()) if len(text) == 10
+                 else datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text))
+    except ValueError:
+        raise InvalidInput(example, field="since") from None
+    if typed.tzinfo is not None:
+        return typed.astimezone(timezone.utc).replace(tzinfo=None)
+    moment = typed.replace(tzinfo=zone, fold=0).astimezone(timezone.utc)
+    if moment.astimezone(zone).replace(tzinfo=None) != typed:
+        raise InvalidInput(_("%(time)s does not exist in %(zone)s: the clocks moved forward then. Enter a time "
+                             "before or after.", time=typed.strftime("%Y-%m-%d %H:%M"), zone=zone.key),
+                           field="since")
+    return moment.replace(tzinfo=None)
+
+
 @bp.post("/webhooks/recover")
 @admin_required
 def webhooks_recover():
     raw = submitted(RecoverForm()).since.data or ""
     try:
-        try:
-            since = parse_utc(raw)
-        except ValueError:
-            raise InvalidInput(_("Recover failed deliveries since: enter a date and time, e.g. 2026-11-20T08:00."),
-                               field="since") from None
+        since = local_moment(raw)
         count = recover_since(g.scope, since)
     except (InvalidInput, Conflict) as refused:
         return _log_refusal(refused, "webhook.recover")
-    audit("webhook.recover", raw, status=202)
-    return _log_response(ngettext("%(num)d delivery queued again.", "%(num)d deliveries queued again.", count))
+    audit("webhook.recover", isoformat_z(since), status=202)
+    when = _("%(time)s (%(zone)s)", time=datetime_text(since), zone=display_zone().key)
+    return _log_response(ngettext("Since %(when)s: %(num)d delivery queued again.",
+                                  "Since %(when)s: %(num)d deliveries queued again.", count, when=when))
 
 
 @bp.post("/webhooks/deliveries/<delivery_id>/redeliver")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole Karibu service with demo data: SQLite database (instance/karibu.db), Redis, an RQ worker
-# with its scheduler, the exam-registry simulator, a local SMTP sink (when MAIL_SERVER is unset) and the web
+# with its scheduler, the exam-registry simulator, a local SMTP sink (when MAIL_SERVER is unset), a development
+# webhook receiver (WEBHOOK_DEV_RECEIVER_URL: the one http/loopback webhook target this demo accepts) and the web
 # server. A child that dies is restarted (see `supervise` in scripts/lib.sh); Ctrl-C stops everything it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +21,8 @@ set -a; source .env; set +a
 export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/0}"
 PORT="${PORT:-8000}"
 export PUBLIC_BASE_URL="${PUBLIC_BASE_URL:-http://127.0.0.1:$PORT}"
+WEBHOOK_RECEIVER_PORT="${WEBHOOK_RECEIVER_PORT:-8766}"
+export WEBHOOK_DEV_RECEIVER_URL="http://127.0.0.1:$WEBHOOK_RECEIVER_PORT"
 ensure_redis "$REDIS_URL"
 MAIL_SINK=""
 if [ -z "${MAIL_SERVER:-}" ]; then
@@ -46,22 +49,26 @@ run_worker() { exec "${FLASK[@]}" worker >>instance/worker.log 2>&1; }
 run_registry_simulator() {
   exec "${FLASK[@]}" registry-simulator --port 8765 --quiet >>instance/registry-simulator.log 2>&1
 }
+run_webhook_receiver() {
+  exec "${FLASK[@]}" webhook-receiver --port "$WEBHOOK_RECEIVER_PORT" >>instance/webhook-receiver.log 2>&1
+}
 run_web() {
   exec "$VENV_DIR/bin/gunicorn" -c python:ops.gunicorn_config --bind "127.0.0.1:$PORT" wsgi:app >>instance/web.log 2>&1
 }
-: >instance/web.log; : >instance/worker.log; : >instance/registry-simulator.log
+: >instance/web.log; : >instance/worker.log; : >instance/registry-simulator.log; : >instance/webhook-receiver.log
 if [ -n "$MAIL_SINK" ]; then : >instance/mail-sink.log; start_child mail_sink; fi
 start_child worker
 start_child registry_simulator
+start_child webhook_receiver
 start_child web
 
 for _ in $(seq 1 100); do
   curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break; sleep 0.2
 done
 
-"$PYTHON" - "$seed_json" "$PORT" "$MAIL_SINK" <<'PY'
+"$PYTHON" - "$seed_json" "$PORT" "$MAIL_SINK" "$WEBHOOK_DEV_RECEIVER_URL" <<'PY'
 import json, sys
-seed, port, sink = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+seed, port, sink, hooks = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 mail = ("a local sink: open Messages in the portal (or instance/mail/*.eml)" if sink
         else "the configured MAIL_SERVER")
 print(f"""
@@ -74,13 +81,15 @@ Karibu is running.
   Live API key:   {seed['api_key']}
   Trial API key:  {seed['trial_api_key']}
   Emails go to:   {mail}
+  Webhooks:       {hooks}/  (development receiver: in the portal, Webhooks > "Use the development receiver")
 
   For the examples of README.md and docs/:
   export KARIBU_URL=http://127.0.0.1:{port} KARIBU_API_KEY={seed['api_key']}
   curl -H "Authorization: Bearer $KARIBU_API_KEY" "$KARIBU_URL/api/v1/applications"
 
 Send a decision from an applicant's file, then open Messages and click the link in the email.
-Logs: instance/web.log, instance/worker.log, instance/registry-simulator.log, instance/mail-sink.log.
+Logs: instance/web.log, instance/worker.log, instance/registry-simulator.log, instance/mail-sink.log,
+instance/webhook-receiver.log.
 Press Ctrl-C to stop.
 """)
 PY

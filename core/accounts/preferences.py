@@ -3,12 +3,17 @@ member's portal language.
 
 Institutions carry no country of their own; the currency of their programs' fees says where they are
 (RWF: Rwanda, UGX: Uganda, KES: Kenya), so an institution that never chose a zone sees the zone of that
-country, and UTC when the currency names none of them. An admin can choose any IANA zone.
+country, and UTC when the currency names none of them.
+
+An admin chooses from a curated list: the zones of tzdata's `zone.tab` (one or more per country, no obsolete
+aliases such as Africa/Asmera or Africa/Timbuktu) plus UTC, East Africa's first. A zone stored before (an
+alias) keeps working and is shown as the canonical zone it maps to.
 """
 from __future__ import annotations
 
 from functools import lru_cache
-from zoneinfo import ZoneInfo, available_timezones
+from importlib import resources
+from zoneinfo import ZoneInfo
 
 from sqlalchemy import func
 
@@ -27,10 +32,71 @@ TIME_ZONE_BY_CURRENCY = {
 }
 
 
+# The zones of the region the portal serves, listed first (in this order) under "East Africa".
+EAST_AFRICAN_ZONES = (
+    "Africa/Kigali", "Africa/Kampala", "Africa/Nairobi", "Africa/Dar_es_Salaam", "Africa/Bujumbura",
+    "Africa/Lubumbashi", "Africa/Juba", "Africa/Addis_Ababa", "Africa/Mogadishu", "Africa/Djibouti",
+    "Africa/Asmara", "Africa/Khartoum", "Indian/Comoro", "Indian/Antananarivo", "Indian/Mayotte",
+)
+EAST_AFRICA_GROUP = "East Africa"
+UTC_GROUP = "UTC"
+# Names of UTC itself (and of GMT, which keeps the same time) in tzdata.
+UTC_NAMES = frozenset({"Etc/UTC", "Etc/UCT", "Etc/Zulu", "Etc/Universal", "Etc/GMT", "Etc/Greenwich"})
+
+
+def _tzdata_text(name: str) -> str:
+    return resources.files("tzdata.zoneinfo").joinpath(name).read_text(encoding="utf-8")
+
+
 @lru_cache(maxsize=1)
 def time_zone_names() -> tuple[str, ...]:
-    """Every IANA zone name this machine knows, sorted (the choices of the settings form)."""
-    return tuple(sorted(available_timezones() | {FALLBACK_TIME_ZONE}))
+    """The zones an admin can choose (sorted): every zone of tzdata's zone.tab, plus UTC."""
+    zones = {line.split("\t")[2] for line in _tzdata_text("zone.tab").splitlines()
+             if line and not line.startswith("#")}
+    return tuple(sorted(zones | {FALLBACK_TIME_ZONE}))
+
+
+@lru_cache(maxsize=1)
+def time_zone_groups() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The choices in groups: East Africa, then UTC, then each area of the world (Africa, America, …) with its
+    zones sorted by name. Group keys are English words the portal translates."""
+    listed = set(EAST_AFRICAN_ZONES) | {FALLBACK_TIME_ZONE}
+    areas: dict[str, list[str]] = {}
+    for zone in time_zone_names():
+        if zone not in listed:
+            areas.setdefault(zone.split("/", 1)[0], []).append(zone)
+    return ((EAST_AFRICA_GROUP, EAST_AFRICAN_ZONES), (UTC_GROUP, (FALLBACK_TIME_ZONE,)),
+            *((area, tuple(zones)) for area, zones in sorted(areas.items())))
+
+
+@lru_cache(maxsize=1)
+def _links() -> dict[str, str]:
+    """tzdata's links: alias -> the zone it stands for (e.g. Africa/Asmera -> Africa/Nairobi)."""
+    links = {}
+    for line in _tzdata_text("tzdata.zi").splitlines():
+        if line.startswith("L "):
+            _marker, target, alias = line.split()[:3]
+            links[alias] = target
+    return links
+
+
+@lru_cache(maxsize=512)
+def canonical_time_zone(name: str) -> str | None:
+    """The listed zone a name stands for: itself when listed, else the listed zone that tzdata links it to
+    (Africa/Asmera -> Africa/Nairobi, Etc/UTC -> UTC); None when no listed zone keeps the same time."""
+    listed = time_zone_names()
+    if name in listed:
+        return name
+    links = _links()
+    target = name
+    for _step in range(8):  # links never chain far; a bound against a loop
+        target = links.get(target, target)
+        if target in listed:
+            return target
+    same = sorted(zone for zone in listed if links.get(zone) == target)
+    if same:
+        return same[0]
+    return FALLBACK_TIME_ZONE if target in UTC_NAMES else None
 
 
 def _institution(scope: InstitutionScope):
@@ -51,13 +117,18 @@ def country_time_zone(scope: InstitutionScope) -> str:
 
 
 def time_zone_of(scope: InstitutionScope) -> str:
-    """The zone the institution's portal shows times in: its admins' choice, else its country's."""
-    return _institution(scope).time_zone or country_time_zone(scope)
+    """The zone the institution's portal shows times in: its admins' choice (an alias stored before shown as
+    its canonical zone), else its country's."""
+    return chosen_time_zone(scope) or country_time_zone(scope)
 
 
 def chosen_time_zone(scope: InstitutionScope) -> str | None:
-    """The zone an admin chose, or None when the country's zone applies."""
-    return _institution(scope).time_zone
+    """The zone an admin chose, or None when the country's zone applies. A stored alias reads as the listed
+    zone it maps to; a name with no listed equivalent is returned as stored (it still works)."""
+    stored = _institution(scope).time_zone
+    if not stored:
+        return None
+    return canonical_time_zone(stored) or stored
 
 
 def set_time_zone(scope: InstitutionScope, zone: str | None) -> str:
@@ -65,7 +136,8 @@ def set_time_zone(scope: InstitutionScope, zone: str | None) -> str:
     Returns the zone now in use."""
     zone = (zone or "").strip() or None
     if zone is not None and zone not in time_zone_names():
-        raise InvalidInput("Choose a time zone from the list, e.g. Africa/Kigali.", field="time_zone")
+        raise InvalidInput(f"Unknown time zone {zone[:64]!r}: choose one from the list, e.g. Africa/Kigali.",
+                           field="time_zone")
     _institution(scope).time_zone = zone
     db.session.commit()
     return time_zone_of(scope)

@@ -4,7 +4,9 @@ changed or reset, role changed, account deactivated, two-factor turned on or req
 `PORTAL_SESSION_IDLE_MINUTES` without a request and `PORTAL_SESSION_LIFETIME_HOURS` after sign-in."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
+from functools import lru_cache
 
 from sqlalchemy import select, update
 
@@ -16,6 +18,36 @@ from core.models.accounts import StaffSession
 # last_seen_at is written at most this often per session, so a busy page does not write on every request.
 LAST_SEEN_RESOLUTION = timedelta(minutes=1)
 SESSION_LIST_LIMIT = 50
+
+# ua-parser's names for the phone and tablet builds of a browser, and its older system names, as people say
+# them ("Safari on iOS", not "Mobile Safari on iOS").
+BROWSER_NAMES = {
+    "Mobile Safari": "Safari", "Mobile Safari UI/WKWebView": "Safari", "Chrome Mobile": "Chrome",
+    "Chrome Mobile iOS": "Chrome", "Chrome Mobile WebView": "Chrome", "Firefox Mobile": "Firefox",
+    "Firefox iOS": "Firefox", "Edge Mobile": "Edge", "Opera Mobile": "Opera", "HeadlessChrome": "Headless Chrome",
+}
+SYSTEM_NAMES = {"Mac OS X": "macOS", "Chrome OS": "ChromeOS"}
+
+
+@dataclass(frozen=True)
+class Device:
+    """What a session's User-Agent says: the browser and the operating system, each None when unknown."""
+    browser: str | None
+    system: str | None
+
+
+@lru_cache(maxsize=256)
+def describe_user_agent(user_agent: str | None) -> Device:
+    """The browser and system named by a User-Agent header ("Chrome", "Windows"), via ua-parser's rules."""
+    # Imported on first use: ua-parser loads PyYAML, which the web app otherwise needs only for the API.
+    from ua_parser import parse as parse_user_agent
+
+    result = parse_user_agent(user_agent or "")
+    browser = result.user_agent.family if result.user_agent else None
+    system = result.os.family if result.os else None
+    browser = BROWSER_NAMES.get(browser, browser) if browser and browser != "Other" else None
+    system = SYSTEM_NAMES.get(system, system) if system and system != "Other" else None
+    return Device(browser=browser, system=system)
 
 
 def start_session(user: User, *, user_agent: str, address: str) -> StaffSession:

@@ -61,7 +61,7 @@ def validate_url(url) -> str:
         raise InvalidInput("url must be a string", field="url")
     try:
         check_url(url.strip(), allow_private=settings.allow_private, allow_http=settings.allow_http,
-                  resolver=runtime.resolver)
+                  resolver=runtime.resolver, dev_origin=settings.dev_origin)
     except UnsafeURL as refused:
         message = f"url is not allowed: {refused.reason}"
         raise InvalidInput(message, errors=[problem("body", "url", message, reason=refused.reason)]) from None

@@ -237,6 +237,7 @@ class TransportSettings:
     allow_private: bool = False
     allow_http: bool = False
     ca_bundle: str | None = None
+    dev_origin: tuple[str, str, int] | None = None  # the development receiver's (scheme, host, port)
     deadline_seconds: float = DEADLINE_SECONDS
 
 
@@ -267,6 +268,7 @@ class Transport:
                 allow_private=self.settings.allow_private,
                 allow_http=self.settings.allow_http,
                 resolver=self.resolver,
+                dev_origin=self.settings.dev_origin,
             )
         except UnsafeURL as exc:
             return outcome(error_class=exc.error_class, error=exc.reason)

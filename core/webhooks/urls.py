@@ -3,6 +3,10 @@
 A URL passes only when its scheme is allowed and every address its host resolves to is public. The
 caller then connects to one of the vetted addresses itself, so a second DNS answer (rebinding) can never
 choose where the request goes.
+
+The one exception is the demo's development receiver (`WEBHOOK_DEV_RECEIVER_URL`, set by scripts/run.sh):
+URLs on exactly its origin, an http or https URL on a loopback address, pass; every other URL meets the
+rules above.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], list[str]]
+Origin = tuple[str, str, int]  # (scheme, host, port)
 
 MAX_URL_LENGTH = 2048
 
@@ -140,6 +145,28 @@ def address_refusal(address: IPAddress, *, allow_private: bool) -> str | None:
     return None
 
 
+def dev_receiver_origin(url: str | None) -> Origin | None:
+    """The origin of the development receiver's URL, None when `url` is empty or is not an http(s) URL on a
+    loopback address literal (127.0.0.1, ::1) with nothing but a path after it."""
+    if not url:
+        return None
+    try:
+        parts = urlsplit(url.strip())
+        origin = _origin(parts)
+        loopback = ipaddress.ip_address(parts.hostname or "").is_loopback
+    except ValueError:
+        return None
+    if (not loopback or parts.scheme.lower() not in ("http", "https") or parts.username is not None
+            or parts.password is not None or parts.query or parts.fragment):
+        return None
+    return origin
+
+
+def _origin(parts) -> Origin:
+    scheme = parts.scheme.lower()
+    return scheme, (parts.hostname or "").lower(), parts.port or (443 if scheme == "https" else 80)
+
+
 def _normalise_host(raw_host: str) -> str:
     host = raw_host.rstrip(".").lower()
     try:
@@ -155,8 +182,10 @@ def check_url(
     allow_private: bool = False,
     allow_http: bool = False,
     resolver: Resolver | None = None,
+    dev_origin: Origin | None = None,
 ) -> VettedTarget:
-    """Vet `url` as a webhook target and resolve it once; raise UnsafeURL saying why it is refused."""
+    """Vet `url` as a webhook target and resolve it once; raise UnsafeURL saying why it is refused. A URL on
+    `dev_origin` (the development receiver's, see `dev_receiver_origin`) may use http and a loopback address."""
     if not isinstance(url, str) or not url.strip():
         raise UnsafeURL("a URL is required")
     if len(url) > MAX_URL_LENGTH:
@@ -169,6 +198,8 @@ def check_url(
     except ValueError as exc:
         raise UnsafeURL(f"the URL is malformed ({exc})") from exc
     scheme = parts.scheme.lower()
+    if dev_origin is not None and _origin(parts) == dev_origin:
+        allow_http = allow_private = True
     if scheme != "https" and not (allow_http and scheme == "http"):
         raise UnsafeURL("the URL must use https")
     if parts.username is not None or parts.password is not None or "@" in parts.netloc:

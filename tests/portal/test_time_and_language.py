@@ -58,7 +58,7 @@ def test_an_admin_chooses_the_time_zone_and_the_choice_is_audited(app, factory, 
 
     settings = _text(admin.get("/settings"))
     assert "The zone of your country (Africa/Kigali)" in settings
-    assert '<option value="Africa/Lagos">Africa/Lagos</option>' in settings
+    assert '<option value="Africa/Lagos">Lagos (UTC+01:00)</option>' in settings
 
     saved = admin.post("/settings/time-zone", {"time_zone": "America/New_York"})
     assert saved.status_code == 302
