@@ -2,7 +2,7 @@
 The admin's pages are checked in English and in French, at a 390 px phone and at 1366 px.
 
 To check a new page, add its path to STAFF_PAGES, ADMIN_PAGES or PUBLIC_PAGES. A path may name the seeded
-rows: {institution}, {application}, {message}, {delivery}, {decision_token} (see `seeded`).
+rows: {institution}, {application}, {message}, {delivery}, {decision_token}, {bulk_change} (see `seeded`).
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from sqlalchemy import select
 from core.applications.decision_answers import decision_response_token
 from core.db import db
 from core.applications.history import Actor
+from core.applications.matching_updates import start_bulk_change
 from core.models import Decision, Message
 from core.scoping import InstitutionScope
 from core.applications.state_updates import apply_updates, parse_updates
@@ -30,6 +31,7 @@ STAFF_PAGES = [
     "/applicants",
     "/applicants/{application}",
     "/applicants/{application}/preview/email",
+    "/applicants/bulk-changes/{bulk_change}",
     "/cycles",
     "/verification",
     "/verification/usage",
@@ -76,7 +78,8 @@ class Seeded:
 
 @pytest.fixture
 def seeded(app, factory, monkeypatch) -> Seeded:
-    """An institution with applicants, a sent decision (its message and answer link) and a webhook delivery."""
+    """An institution with applicants, a sent decision (its message and answer link), a webhook delivery and a
+    finished change of all matching applicants."""
     monkeypatch.setitem(app.config, "WEBHOOK_ALLOW_PRIVATE_TARGETS", True)
     institution, admin, applications = seed_institution(factory, applications=12)
     staff = factory.user(institution, role="staff", email="officer@kih.ac.rw")
@@ -90,8 +93,10 @@ def seeded(app, factory, monkeypatch) -> Seeded:
         message = db.session.scalars(select(Message).where(Message.application_id == application.id)).first()
         save_endpoint(scope, "https://127.0.0.1:9/karibu")
         delivery = send_test_ping(scope)
+        bulk = start_bulk_change(scope, admin.email, {"decision": "accepted"}, {"stage": applications[1].stage})
         ids = {"institution": institution.id, "application": application.id, "message": message.id,
-               "delivery": delivery.id, "decision_token": decision_response_token(decision)}
+               "delivery": delivery.id, "decision_token": decision_response_token(decision),
+               "bulk_change": bulk.id}
     return Seeded(admin_email=admin.email, staff_email=staff.email, ids=ids)
 
 
@@ -143,8 +148,9 @@ def test_staff_pages_have_no_serious_accessibility_problems(page, seeded, page_e
     _check_pages(page, STAFF_PAGES, seeded, page_errors)
 
 
-def test_public_pages_have_no_serious_accessibility_problems(page, seeded, page_errors):
-    _check_pages(page, PUBLIC_PAGES, seeded, page_errors)
+@pytest.mark.parametrize("viewport", sorted(VIEWPORTS))
+def test_public_pages_have_no_serious_accessibility_problems(new_page, seeded, page_errors, viewport):
+    _check_pages(new_page(VIEWPORTS[viewport]), PUBLIC_PAGES, seeded, page_errors)
 
 
 def test_pages_in_their_answer_states_have_no_serious_accessibility_problems(page, seeded, page_errors):
