@@ -16,19 +16,27 @@ WIDTH = 720
 HEIGHT = 260
 MARGIN_LEFT = 44
 MARGIN_RIGHT = 12
-MARGIN_TOP = 16
+MARGIN_TOP = 36  # the band above the plot holds the focused day's label, clear of every bar
 MARGIN_BOTTOM = 36
 MAX_X_LABELS = 8
 
 
+TIP_HALF_WIDTH = 180  # room kept either side of a day's label ("3 Nov 2026: 12 applications") inside the plot
+
+
 @dataclass(frozen=True)
 class Bar:
+    """One day: its bar, the whole column it owns (what a tap or the focus lands on) and where its label is
+    centred (above the plot, kept inside it)."""
     day: date
     count: int
     x: float
     y: float
     width: float
     height: float
+    slot_x: float
+    slot_width: float
+    tip_x: float
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,11 @@ class DailyChart:
     x_labels: list[XLabel]
     total: int
     busiest: Bar | None
+
+    @property
+    def tip_y(self) -> float:
+        """The baseline of a focused day's label, in the band above the plot."""
+        return self.plot_top - 12
 
     @property
     def is_empty(self) -> bool:
@@ -102,6 +115,7 @@ def daily_chart(series: list[tuple[date, int]]) -> DailyChart:
     bars = []
     for index, (day, count) in enumerate(series):
         height = plot_height * count / top_value
+        centre = plot_left + index * slot + slot / 2
         bars.append(
             Bar(
                 day=day,
@@ -110,6 +124,9 @@ def daily_chart(series: list[tuple[date, int]]) -> DailyChart:
                 y=round(plot_bottom - height, 2),
                 width=round(max(0.5, slot - gap), 2),
                 height=round(height, 2),
+                slot_x=round(plot_left + index * slot, 2),
+                slot_width=round(slot, 2),
+                tip_x=round(min(max(centre, plot_left + TIP_HALF_WIDTH), plot_right - TIP_HALF_WIDTH), 2),
             )
         )
 

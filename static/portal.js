@@ -151,6 +151,106 @@
     menu.value = sort;
   });
 
+  /* The menu button (shown below 768 px): it opens and closes the navigation and account links. Escape closes
+     the open menu and puts the focus back on the button. Without this script the button stays hidden and the
+     menu open. */
+  function menuButton() { return document.querySelector(".menu-button[aria-controls]"); }
+
+  function setMenu(button, open) {
+    button.setAttribute("aria-expanded", open ? "true" : "false");
+  }
+
+  (function initMenu() {
+    var button = menuButton();
+    if (!button) { return; }
+    setMenu(button, false);
+    button.hidden = false;
+  })();
+
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest(".menu-button[aria-controls]");
+    if (!button) { return; }
+    setMenu(button, button.getAttribute("aria-expanded") !== "true");
+  });
+
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Escape") { return; }
+    var button = menuButton();
+    if (!button || button.getAttribute("aria-expanded") !== "true" || button.offsetParent === null) { return; }
+    var menu = document.getElementById(button.getAttribute("aria-controls"));
+    if (document.activeElement !== button && !(menu && menu.contains(document.activeElement))) { return; }
+    setMenu(button, false);
+    button.focus();
+  });
+
+  /* A wide table scrolls inside its wrapper (.table-wrap). While it does, the wrapper is a region named after the
+     table's caption or the heading of its section, which keyboard users can focus and scroll; when it fits, it is
+     a plain box again. */
+  var regionCount = 0;
+
+  function regionLabel(wrap) {
+    var caption = wrap.querySelector("caption");
+    if (caption) { return caption; }
+    var section = wrap.closest("[aria-labelledby]");
+    if (section) { return document.getElementById(section.getAttribute("aria-labelledby").split(" ")[0]); }
+    return document.querySelector("main h1");
+  }
+
+  function markScrollingTables() {
+    document.querySelectorAll(".table-wrap").forEach(function (wrap) {
+      var scrolls = wrap.scrollWidth > wrap.clientWidth + 1;
+      var label = scrolls ? regionLabel(wrap) : null;
+      if (scrolls && label) {
+        if (!label.id) { regionCount += 1; label.id = "scroll-region-" + regionCount; }
+        wrap.setAttribute("role", "region");
+        wrap.setAttribute("aria-labelledby", label.id);
+        wrap.setAttribute("tabindex", "0");
+      } else {
+        wrap.removeAttribute("role");
+        wrap.removeAttribute("aria-labelledby");
+        wrap.removeAttribute("tabindex");
+      }
+    });
+  }
+
+  markScrollingTables();
+  document.addEventListener("htmx:afterSettle", markScrollingTables);
+  document.addEventListener("toggle", markScrollingTables, true);  /* a table in a <details> just opened */
+  window.addEventListener("resize", markScrollingTables);
+
+  /* The dashboard chart: one Tab stop; the arrow keys, Home and End move between its days (each shows its date
+     and count when focused). */
+  function chartDays(chart) { return Array.prototype.slice.call(chart.querySelectorAll(".day")); }
+
+  function initCharts() {
+    document.querySelectorAll("[data-chart]").forEach(function (chart) {
+      chartDays(chart).forEach(function (day, index) { day.setAttribute("tabindex", index === 0 ? "0" : "-1"); });
+    });
+  }
+
+  initCharts();
+  document.addEventListener("htmx:afterSettle", initCharts);
+
+  document.addEventListener("focusin", function (event) {
+    var day = event.target.closest && event.target.closest("[data-chart] .day");
+    if (!day) { return; }
+    chartDays(day.closest("[data-chart]")).forEach(function (other) {
+      other.setAttribute("tabindex", other === day ? "0" : "-1");
+    });
+  });
+
+  document.addEventListener("keydown", function (event) {
+    var day = event.target.closest && event.target.closest("[data-chart] .day");
+    if (!day) { return; }
+    var days = chartDays(day.closest("[data-chart]"));
+    var index = days.indexOf(day);
+    var moves = {ArrowRight: index + 1, ArrowDown: index + 1, ArrowLeft: index - 1, ArrowUp: index - 1,
+                 Home: 0, End: days.length - 1};
+    if (!(event.key in moves)) { return; }
+    event.preventDefault();
+    days[Math.max(0, Math.min(days.length - 1, moves[event.key]))].focus();
+  });
+
   /* Request failures that the page has no place for are announced in a live region. */
   function toast(message) {
     var region = document.getElementById("toasts");
