@@ -39,6 +39,11 @@ VOCABULARY = {
     "audit_source": {"api": _l("API"), "portal": _l("Portal")},
     "audit_outcome": {"success": _l("Succeeded"), "client_error": _l("Refused"), "server_error": _l("Failed")},
     "verification_outcome": {"verified": _l("Verified"), "not_found": _l("Not found"), "mismatch": _l("Mismatch")},
+    "check_result": {
+        "authentic": _l("Authentic"), "withheld": _l("Withheld"), "cancelled": _l("Cancelled"),
+        "not_found": _l("Not found"),
+    },
+    "user_status": {True: _l("Active account"), False: _l("Deactivated")},
 }
 
 
