@@ -44,6 +44,8 @@ VOCABULARY = {
         "not_found": _l("Not found"),
     },
     "user_status": {True: _l("Active account"), False: _l("Deactivated")},
+    # The registries' countries (as the verification API names them).
+    "country": {"Rwanda": _l("Rwanda"), "Uganda": _l("Uganda"), "Kenya": _l("Kenya")},
 }
 
 

@@ -11,7 +11,7 @@ from flask_login import current_user
 
 from core.applications.matching_updates import get_bulk_change, start_bulk_change
 from core.errors import InvalidInput
-from core.institutions import pipeline
+from core.institutions import named_pipeline
 from core.messages.plan import plan_matching_sends
 from core.applications.listing.query import Sort
 from core.accounts.saved_views import delete_view, list_views, save_view
@@ -242,7 +242,7 @@ def applicants_bulk_matching():
 
 
 def _stage_name(key: str | None) -> str | None:
-    return next((stage.name for stage in pipeline(g.scope) if stage.key.lower() == key.lower()), key) if key else None
+    return next((stage.name for stage in named_pipeline(g.scope) if stage.key.lower() == key.lower()), key) if key else None
 
 
 @bp.get("/applicants/bulk-changes/<change_id>")

@@ -13,7 +13,7 @@ from core.applications.csv_export import export_applications_csv
 from core.applications.documents import attachment_disposition, document_storage, served_content_type
 from core.config import settings
 from core.errors import InvalidInput, NotFound
-from core.institutions import pipeline as stage_pipeline
+from core.institutions import named_pipeline as stage_pipeline
 from core.applications.listing.counts import count_applications
 from core.applications.listing.pages import fetch_application_page, fetch_applications_by_id
 from core.applications.listing.query import parse_application_query
@@ -92,7 +92,7 @@ def applicant_document(application_id: str, document_id: str):
     document = application_document(g.scope, application_id, document_id)
     storage = document_storage()
     if not storage.exists(document.sha256):
-        raise NotFound("The file of this document is missing from storage.")
+        raise NotFound(_("The file of this document is missing from storage."))
     audit("document.download", document_id)
     response = send_file(storage.path(document.sha256), mimetype=served_content_type(document.content_type),
                          max_age=0)
