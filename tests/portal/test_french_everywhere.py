@@ -39,7 +39,8 @@ invite email emails phone first last birth gender copy open closed upcoming open
 """.split()
 # Stored codes that must be shown in words: matched exactly as stored (lower case, underscores).
 RAW_CODES = ["none", "male", "female", "national_id", "flutterwave", "mpesa", "waitlisted", "declined",
-             "documents_review", "committee_review", "retry_scheduled", "endpoint_disabled", "client_error"]
+             "documents_review", "committee_review", "retry_scheduled", "endpoint_disabled", "client_error",
+             "staff", "admin", "portal", "authentic", "withheld", "cancelled", "not_found"]
 ENGLISH = re.compile(r"(?<![\w.@/-])(" + "|".join(ENGLISH_WORDS) + r")(?![\w@/-]|\.\w)", re.I)
 RAW = re.compile(r"(?<![\w.@/-])(" + "|".join(RAW_CODES) + r")(?![\w@/-]|\.\w)")
 READ_ATTRIBUTES = {"title", "aria-label", "placeholder", "alt", "hx-confirm", "aria-description"}
