@@ -23,8 +23,7 @@ def applicant_record_answer(application_id: str, decision_id: str):
     file = applicant_file(g.scope, application_id)
     if decision_id not in {decision.id for decision in file.decisions}:
         raise NotFound(_("Decision not found"))
-    _, recorded = record_decision_response_by_staff(g.scope, decision_id, form.response.data,
-                                                    staff_actor())
+    recorded = record_decision_response_by_staff(g.scope, decision_id, form.response.data, staff_actor())[1]
     audit(f"decision.respond.{form.response.data}", decision_id, status=200 if recorded else 409)
     recorded_text = {"accepted": _("Recorded: the applicant accepted the decision."),
                      "declined": _("Recorded: the applicant declined the decision.")}

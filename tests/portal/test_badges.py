@@ -56,9 +56,9 @@ def test_decisions_show_in_their_tone_and_none_is_plain(staff, factory):
     for decision in ("accepted", "waitlisted", "rejected", "deferred", "none"):
         factory.application(staff.institution, decision=decision)
     html = _text(staff.get("/applicants"))
-    for tone, decision in (("ok", "accepted"), ("warn", "waitlisted"), ("bad", "rejected"), ("info", "deferred")):
-        assert f'<span class="badge badge-{tone}">{decision}</span>' in html
-    assert '<span class="badge">none</span>' in html
+    for tone, words in (("ok", "Accepted"), ("warn", "Waitlisted"), ("bad", "Rejected"), ("info", "Deferred")):
+        assert f'<span class="badge badge-{tone}">{words}</span>' in html
+    assert '<span class="badge">No decision yet</span>' in html, "in words, never the stored `none`"
 
 
 def test_templates_draw_badges_and_load_more_rows_only_through_the_macros():
