@@ -162,9 +162,9 @@ def french_admin(admin, factory, app, delivering):  # noqa: F811
 
 STAFF_PAGES = [
     "/dashboard", "/applicants", "/applicants?stage=interview&decision=accepted", "/applicants/{application}",
-    "/applicants/{application}/privacy", "/cycles", "/verification", "/verification/usage", "/messages",
+    "/applicants/{application}/privacy", "/applicants/{application}/preview/email", "/cycles", "/verification", "/verification/usage", "/messages",
     "/messages/{message}", "/webhooks", "/webhooks/deliveries/{delivery}", "/api-keys", "/users", "/audit",
-    "/settings", "/account", "/account/two-factor", "/account/two-factor/enrol",
+    "/settings", "/account", "/account/language", "/account/two-factor", "/account/two-factor/enrol", "/try",
 ]
 
 
