@@ -131,6 +131,13 @@ VOCABULARY = {
         "callbacks.flutterwave_callback": _l("Payment notice from Flutterwave"),
         "": _l("Request to an unknown address"),
     },
+    "check_result": {
+        "authentic": _l("Authentic"), "withheld": _l("Withheld"), "cancelled": _l("Cancelled"),
+        "not_found": _l("Not found"),
+    },
+    "user_status": {True: _l("Active account"), False: _l("Deactivated")},
+    # The registries' countries (as the verification API names them).
+    "country": {"Rwanda": _l("Rwanda"), "Uganda": _l("Uganda"), "Kenya": _l("Kenya")},
 }
 
 

@@ -19,7 +19,7 @@ from core.applications.listing.query import parse_application_query
 from core.applications.matching_updates import get_bulk_change, start_bulk_change
 from core.db import redis_connection
 from core.errors import InvalidInput, ServiceUnavailable
-from core.institutions import DEFAULT_PIPELINE, pipeline
+from core.institutions import pipeline, stage_label
 from core.models.admissions import DECISIONS
 from core.vocabulary import words
 from core.messages.plan import plan_matching_sends
@@ -167,12 +167,6 @@ def load_more_text(shown: int, total: int) -> str:
         return _("Load more (%(shown)s of more than %(count)s)", shown=format_number(shown),
                  count=format_number(COUNT_CAP))
     return _("Load more (%(shown)s of %(count)s)", shown=format_number(shown), count=format_number(total))
-
-
-def stage_label(stage) -> str:
-    """A stage in words: the default pipeline's stages in the reader's language, an institution's own stage
-    (or a default stage it renamed) by the name it gave it."""
-    return words("stage", stage.key) if (stage.key, stage.name) in DEFAULT_PIPELINE else stage.name
 
 
 def change_sentence(count: int, stage: str | None, decision: str | None) -> str:

@@ -6,7 +6,7 @@ from flask import g
 from flask_babel import lazy_gettext
 
 from core.applications.applicant_file import ApplicantFile, TimelineEntry, applicant_file
-from core.institutions import pipeline as stage_pipeline
+from core.institutions import named_pipeline as stage_pipeline
 from portal.forms import ResendMessageForm
 from portal.rendering import render_page
 

@@ -15,8 +15,8 @@ from core.applications.list_export import field as export_field
 from core.applications.documents import attachment_disposition, document_storage, served_content_type
 from core.config import settings
 from core.errors import InvalidInput, NotFound
-from core.institutions import DEFAULT_PIPELINE
 from core.institutions import pipeline as stage_pipeline
+from core.institutions import stage_label
 from core.applications.listing.counts import count_applications
 from core.applications.listing.pages import fetch_application_page, fetch_applications_by_id
 from core.applications.listing.query import parse_application_query
@@ -32,7 +32,7 @@ from core.vocabulary import VOCABULARY, words
 from portal import bp
 from portal.applicant_list import (
     COLUMNS, COUNT_CAP, DEFAULT_SORT, SORT_CHOICES, ListState, confirmation_context, count_is_capped,
-    list_url_from, load_more_text, match_count_text, saved_views_context, stage_label, use_confirmation,
+    list_url_from, load_more_text, match_count_text, saved_views_context, use_confirmation,
 )
 from portal.applicant_timeline import DECISION_LABELS, timeline_context
 from portal.forms import (
@@ -102,7 +102,7 @@ def applicant_document(application_id: str, document_id: str):
     document = application_document(g.scope, application_id, document_id)
     storage = document_storage()
     if not storage.exists(document.sha256):
-        raise NotFound("The file of this document is missing from storage.")
+        raise NotFound(_("The file of this document is missing from storage."))
     audit("document.download", document_id)
     response = send_file(storage.path(document.sha256), mimetype=served_content_type(document.content_type),
                          max_age=0)
@@ -331,10 +331,7 @@ def _export_columns(state: ListState) -> list[ExportColumn]:
     headers and values in the user's language and times in the display zone that the headers name. Every word
     is looked up now: the file is written after the request has ended."""
     zone = display_zone()
-    default_names = dict(DEFAULT_PIPELINE)
-    # A stage keeps the name the institution gave it; one still named as in the default pipeline is in words.
-    stage_names = {key: words("stage", key) if default_names.get(key) == name else name
-                   for key, name in _stage_names().items()}
+    stage_names = _stage_names()
     decisions = {code: words("decision", code) for code in VOCABULARY["decision"]}
     paid_words = {True: _("Paid"), False: _("Unpaid")}
     yes_no = {True: words("yes_no", True), False: words("yes_no", False)}

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from flask import flash, g, redirect, url_for
+from flask_babel import gettext as _
 
 from core.applications.applicant_file import applicant_file
 from core.applications.decision_answers import record_decision_response_by_staff
@@ -12,24 +13,21 @@ from portal.forms import RecordAnswerForm
 from portal.rendering import is_partial_request, render_page
 from portal.security import audit, staff_actor, staff_required
 
-ANSWER_WORDS = {"accepted": "accepted", "declined": "declined"}
-
-
 @bp.post("/applicants/<application_id>/decisions/<decision_id>/answer")
 @staff_required
 def applicant_record_answer(application_id: str, decision_id: str):
     form = RecordAnswerForm()
     if not form.validate_on_submit():
-        raise InvalidInput(" ".join(form.response.errors) or "The form expired; reload the page and try again.",
+        raise InvalidInput(" ".join(form.response.errors) or _("The form expired; reload the page and try again."),
                            field="response")
     file = applicant_file(g.scope, application_id)
     if decision_id not in {decision.id for decision in file.decisions}:
-        raise NotFound("Decision not found")
-    _, recorded = record_decision_response_by_staff(g.scope, decision_id, form.response.data,
-                                                    staff_actor())
+        raise NotFound(_("Decision not found"))
+    recorded = record_decision_response_by_staff(g.scope, decision_id, form.response.data, staff_actor())[1]
     audit(f"decision.respond.{form.response.data}", decision_id, status=200 if recorded else 409)
-    text = (f"Recorded: the applicant {ANSWER_WORDS[form.response.data]} the decision."
-            if recorded else "This answer was already recorded.")
+    recorded_text = {"accepted": _("Recorded: the applicant accepted the decision."),
+                     "declined": _("Recorded: the applicant declined the decision.")}
+    text = recorded_text[form.response.data] if recorded else _("This answer was already recorded.")
     if is_partial_request():
         file = applicant_file(g.scope, application_id)
         return render_page("applicants/partial/decisions.html", file=file, record=file.record,

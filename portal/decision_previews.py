@@ -6,6 +6,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from flask import g, make_response, request
+from flask_babel import gettext as _
 
 from core.applications.applicant_file import applicant_file
 from core.config import settings
@@ -25,7 +26,7 @@ def _previewed_decision(application_id: str) -> str:
     """`?decision=` when given, else the application's current decision."""
     decision = request.args.get("decision") or applicant_file(g.scope, application_id).record["application"]["decision"]
     if decision not in DECISION_LABELS or decision == "none":
-        raise InvalidInput("Set a decision first: there is nothing to preview.", parameter="decision")
+        raise InvalidInput(_("Set a decision first: there is nothing to preview."), parameter="decision")
     return decision
 
 

@@ -11,7 +11,7 @@ from wtforms import BooleanField, EmailField, PasswordField, SelectField, Select
 from wtforms.validators import DataRequired, EqualTo, Length, ValidationError
 
 from core.errors import InvalidInput, KaribuError
-from core.i18n import STAFF_LANGUAGES
+from core.i18n import LANGUAGES, STAFF_LANGUAGES
 
 
 def _strip(value):
@@ -52,13 +52,13 @@ class ActionForm(FlaskForm):
     """A button that changes something and sends no fields besides its CSRF token (revoke, rotate, …)."""
 
 
-ROLE_CHOICES = [("staff", "Staff: applicants, cycles, verification"),
-                ("admin", "Admin: also API keys, webhooks and users")]
+ROLE_CHOICES = [("staff", _l("Staff: applicants, cycles, verification")),
+                ("admin", _l("Admin: also API keys, webhooks and users"))]
 
 
 class LoginForm(FlaskForm):
-    email = EmailField("Email", validators=[DataRequired("Enter your email."), Length(max=254)])
-    password = PasswordField("Password", validators=[DataRequired("Enter your password."), Length(max=200)])
+    email = EmailField(_l("Email"), validators=[DataRequired(_l("Enter your email.")), Length(max=254)])
+    password = PasswordField(_l("Password"), validators=[DataRequired(_l("Enter your password.")), Length(max=200)])
 
 
 class ApiKeyForm(FlaskForm):
@@ -178,8 +178,8 @@ class ResendMessageForm(FlaskForm):
 
 
 class DefaultLanguageForm(FlaskForm):
-    language = SelectField(_l("Language for applicants who did not choose one"), choices=[
-        ("en", "English"), ("fr", "Français (French)"), ("sw", "Kiswahili (Swahili)")])
+    language = SelectField(_l("Language for applicants who did not choose one"),
+                           choices=[(code, name) for code, name in LANGUAGES.items()])
 
 
 class SendDecisionForm(FlaskForm):
@@ -188,26 +188,26 @@ class SendDecisionForm(FlaskForm):
 
 
 class RecordAnswerForm(FlaskForm):
-    response = SelectField("Applicant's answer", choices=[("accepted", "Accepted the decision"),
-                                                         ("declined", "Declined the decision")],
-                           validators=[DataRequired("Choose the applicant's answer.")])
+    response = SelectField(_l("Applicant's answer"), choices=[("accepted", _l("Accepted the decision")),
+                                                             ("declined", _l("Declined the decision"))],
+                           validators=[DataRequired(_l("Choose the applicant's answer."))])
 
 
 class DataExportForm(FlaskForm):
-    reason = StringField("Why is this export asked for?", validators=[
-        DataRequired("Say why (e.g. the applicant's request and its reference)."), Length(max=500)])
+    reason = StringField(_l("Why is this export asked for?"), validators=[
+        DataRequired(_l("Say why (e.g. the applicant's request and its reference).")), Length(max=500)])
 
 
 class DataErasureForm(FlaskForm):
     # Its own id: the export form on the same page has a `reason` too, and a label must name one field.
-    reason = StringField("Why is this erasure asked for?", id="erase-reason", validators=[
-        DataRequired("Say why (e.g. the applicant's request and its reference)."), Length(max=500)])
-    confirm = StringField("Type ERASE to confirm", validators=[DataRequired("Type ERASE to confirm.")])
-    force = BooleanField("Erase even though a sent decision awaits the applicant's answer")
+    reason = StringField(_l("Why is this erasure asked for?"), id="erase-reason", validators=[
+        DataRequired(_l("Say why (e.g. the applicant's request and its reference).")), Length(max=500)])
+    confirm = StringField(_l("Type ERASE to confirm"), validators=[DataRequired(_l("Type ERASE to confirm."))])
+    force = BooleanField(_l("Erase even though a sent decision awaits the applicant's answer"))
 
     def validate_confirm(self, field):
         if (field.data or "").strip() != "ERASE":
-            raise ValidationError("Type ERASE (in capitals) to confirm.")
+            raise ValidationError(_l("Type ERASE (in capitals) to confirm."))
 
 
 class TwoFactorCodeForm(FlaskForm):

@@ -7,6 +7,8 @@ from functools import wraps
 from urllib.parse import urlsplit
 
 from flask import Flask, g, redirect, request, session, url_for
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext as _l
 from flask_login import LoginManager, current_user, login_required
 from htmx_flask import Htmx
 
@@ -46,7 +48,8 @@ def configure_app(app: Flask) -> None:
     """Called once when the blueprint is registered."""
     Htmx(app)
     login_manager.login_view = "portal.login"
-    login_manager.login_message = "Sign in to continue."
+    login_manager.login_message = _l("Sign in to continue.")
+    login_manager.localize_callback = str  # the lazy message in the language of the request that flashes it
     login_manager.login_message_category = "info"
     # Flask-Login's own session protection binds a session to an identifier that reads X-Forwarded-For from the
     # client whatever the deployment; the portal binds it itself (`bind_session_to_client`, checked by
@@ -139,7 +142,7 @@ def admin_required(view):
     @wraps(view)
     def wrapper(*args, **kwargs):
         if not current_user.is_admin:
-            raise Forbidden("Only admins of your institution can open this page.")
+            raise Forbidden(_("Only admins of your institution can open this page."))
         return view(*args, **kwargs)
     return wrapper
 

@@ -95,7 +95,7 @@ def users_active(user_id: str):
     if value not in ("true", "false"):
         raise InvalidInput("active must be true or false", field="active")
     if user_id == current_user.id and value == "false":
-        raise InvalidInput("You cannot deactivate your own account", field="active")
+        raise InvalidInput(_("You cannot deactivate your own account."), field="active")
     user = set_active(g.scope, user_id, value == "true")
     audit("user.activate" if user.active else "user.deactivate", user.id)
     return _respond(user, _("%(email)s was reactivated.", email=user.email) if user.active else

@@ -7,6 +7,7 @@ import shlex
 
 from flask import Response, g, request, stream_with_context, url_for
 from flask_babel import gettext as _
+from flask_babel import lazy_gettext as _l
 from flask_login import current_user
 
 from core.applications.credential_checks import record_check
@@ -26,8 +27,37 @@ from portal.security import audit, staff_required
 TRIAL_ACTOR = "trial"
 
 
+# What staff read of each registry field: its label and its hint (the API publishes the registries' English
+# descriptions, for developers); a field not named here keeps its name in words and the registry's description.
+FIELD_LABELS = {
+    "national_id": _l("National ID number"), "exam_number": _l("Exam number"), "level": _l("Level"),
+    "index_number": _l("Index number"), "year": _l("Year"), "examination": _l("Examination"),
+}
+FIELD_HINTS = {
+    ("NESA", "national_id"): _l("16-digit national identity number (Indangamuntu) of the candidate"),
+    ("NESA", "exam_number"): _l("Index number printed on the examination slip"),
+    ("NESA", "level"): _l("Examination level: P-Level, O-Level or A-Level"),
+    ("UNEB", "index_number"): _l("Candidate index number: centre number, '/', candidate number (U0001/501 or "
+                                 "005012/045)"),
+    ("UNEB", "year"): _l("Year the examination was sat"),
+    ("UNEB", "level"): _l("Examination: PLE (primary), UCE (O-Level), UACE (A-Level)"),
+    ("KNEC", "index_number"): _l("11-digit index number: 8-digit school code followed by the 3-digit candidate "
+                                 "number"),
+    ("KNEC", "year"): _l("Year the examination was sat"),
+    ("KNEC", "examination"): _l("KCPE (primary) or KCSE (secondary)"),
+}
+
+
+def _in_words(issuer: dict) -> dict:
+    """The registry as staff read it: each field with its `label` and hint in the page's language."""
+    fields = [{**field, "label": str(FIELD_LABELS.get(field["name"], field["name"].replace("_", " ").capitalize())),
+               "description": str(FIELD_HINTS.get((issuer["code"], field["name"]), field["description"]))}
+              for field in issuer["fields"]]
+    return {**issuer, "fields": fields}
+
+
 def _issuers() -> dict[str, dict]:
-    return {issuer["code"]: issuer for issuer in list_issuers(include_demo=True)}
+    return {issuer["code"]: _in_words(issuer) for issuer in list_issuers(include_demo=True)}
 
 
 def _chosen_issuer(issuers: dict[str, dict], code: str | None) -> dict:

@@ -6,10 +6,11 @@ from datetime import date, datetime
 
 from core.applications.counters import cycle_counts, per_cycle_and_program, per_day
 from core.db import db
-from core.institutions import pipeline
+from core.institutions import pipeline, stage_label
 from core.models import Cycle, Program, cycle_programs, utcnow
 from core.models.admissions import DECISIONS
 from core.scoping import InstitutionScope
+from core.vocabulary import words
 
 
 @dataclass(frozen=True)
@@ -88,9 +89,9 @@ def dashboard(scope: InstitutionScope, cycle: Cycle | None) -> Dashboard:
     counts = cycle_counts(scope, cycle.id)
     stage_counts = dict(counts.by_stage)
     stages = pipeline(scope)
-    by_stage = [Count(stage.key, stage.name, stage_counts.pop(stage.key, 0)) for stage in stages]
-    by_stage += [Count(key, key, count) for key, count in sorted(stage_counts.items())]
-    by_decision = [Count(value, value.capitalize(), counts.by_decision.get(value, 0)) for value in DECISIONS]
+    by_stage = [Count(stage.key, stage_label(stage), stage_counts.pop(stage.key, 0)) for stage in stages]
+    by_stage += [Count(key, words("stage", key), count) for key, count in sorted(stage_counts.items())]
+    by_decision = [Count(value, words("decision", value), counts.by_decision.get(value, 0)) for value in DECISIONS]
     days = per_day(scope, cycle.id)
     now = utcnow()
     first_day = cycle.opens_at.date()

@@ -90,7 +90,7 @@ def test_staff_record_an_answer_given_by_phone(page, app, factory, smtp):
     decisions.get_by_label("Answer given by phone or in person").select_option("accepted")
     decisions.get_by_role("button", name="Record answer").click()
     expect(decisions).to_contain_text("Recorded: the applicant accepted the decision.")
-    expect(decisions.locator("tbody tr").last).to_contain_text("accepted")
+    expect(decisions.locator("tbody tr").last).to_contain_text("Accepted the offer")
     expect(decisions.get_by_role("button", name="Record answer")).to_have_count(0)
     page.reload()
     expect(page.locator("#timeline")).to_contain_text(re.compile(r"Applicant answered the decision\s*: accepted"))

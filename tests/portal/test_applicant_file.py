@@ -158,7 +158,7 @@ def test_the_timeline_tells_everything_with_who_did_it(staff, factory, app, clie
     kinds = [kind for kind, _ in entries]
     assert kinds[0] == "submitted" and "by the applicant" in entries[0][1]
     text = dict((kind, body) for kind, body in reversed(entries))  # first entry of each kind
-    assert "payment" in kinds and "50,000 RWF via mpesa (completed)" in text["payment"]
+    assert "payment" in kinds and "50,000 RWF via M-Pesa (Completed)" in text["payment"]
     stage_changes = [body for kind, body in entries if kind == "stage"]
     assert "Submitted → Documents review" in stage_changes[0] and f"through the API ({key.prefix})" in stage_changes[0]
     assert "Documents review → Interview" in stage_changes[1] and f"by {staff.user.email}" in stage_changes[1]
@@ -166,7 +166,7 @@ def test_the_timeline_tells_everything_with_who_did_it(staff, factory, app, clie
     assert "Decision sent to the applicant: Accepted" in text["decision_sent"]
     assert "Applicant answered the decision: declined by the applicant" in text["decision_answered"]
     assert "message" in kinds and "Email" in text["message"]
-    assert "NESA A-Level, authentic (Aimée U)" in text["check"]
+    assert "NESA A-Level, Authentic (Aimée U)" in text["check"]
     assert "transcript.pdf" in text["document"]
     order = [kinds.index(kind) for kind in ("submitted", "stage", "decision", "decision_sent", "message",
                                             "decision_answered")]

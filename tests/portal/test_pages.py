@@ -121,7 +121,7 @@ def test_applicant_detail_shows_the_whole_file_and_audits_the_view(app, staff, f
     response = staff.get(f"/applicants/{application.id}")
     html = _text(response)
     assert response.status_code == 200
-    assert "Jean Habimana" in html and "transcript.pdf" in html and "mpesa" in html
+    assert "Jean Habimana" in html and "transcript.pdf" in html and "<td>M-Pesa</td>" in html
     assert "Application submitted" in html
 
     download = staff.get(f"/applicants/{application.id}/documents/{document_id}")
