@@ -224,7 +224,7 @@ def _bulk_refused(form: BulkUpdateForm, ids: list[str], error: InvalidInput):
 def _state_form(record: dict, pipeline) -> ApplicationStateForm:
     form = ApplicationStateForm(data={"stage": record["application"]["stage"],
                                       "decision": record["application"]["decision"]})
-    form.stage.choices = [(stage.key, stage.name) for stage in pipeline]
+    form.stage.choices = [(stage.key, stage_label(stage)) for stage in pipeline]
     form.decision.choices = [(value, DECISION_LABELS[value]) for value in DECISIONS]
     return form
 

@@ -58,6 +58,8 @@ def _target_url(target: AuditTarget) -> str | None:
         return url_for("portal.api_keys") + f"#key-{target.id}"
     if target.kind == "webhook_endpoint":
         return url_for("portal.webhooks")
+    if target.kind == "invitation":
+        return url_for("portal.users")
     return url_for("portal.webhooks_delivery", delivery_id=target.id)
 
 

@@ -18,6 +18,7 @@ from core.institutions import institution_name
 from core.accounts.preferences import time_zone_of, zone_info
 from core.scoping import InstitutionScope
 from core.timefmt import isoformat_z, parse_utc
+from core.audit.browsing import outcome_of, readable_target
 from core.vocabulary import choices, words
 
 
@@ -173,6 +174,8 @@ def register_template_helpers(app: Flask) -> None:
     app.add_template_global(page_language)
     app.add_template_global(decision_labels)
     app.add_template_global(words)
+    app.add_template_filter(readable_target, "readable_target")
+    app.add_template_global(outcome_of)
 
     @app.context_processor
     def _institution():

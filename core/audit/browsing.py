@@ -12,12 +12,12 @@ from sqlalchemy import func
 from core.db import db
 from core.errors import InvalidInput
 from core.models import (
-    ApiKey, Applicant, Application, AuditLog, Decision, User, WebhookDelivery, WebhookEndpoint,
+    ApiKey, Applicant, Application, AuditLog, Decision, StaffInvitation, User, WebhookDelivery, WebhookEndpoint,
 )
 from core.paging import KeysetPage
 from core.scoping import InstitutionScope
 from core.timefmt import parse_utc
-from core.vocabulary import VOCABULARY
+from core.vocabulary import VOCABULARY, words
 
 SOURCES = ("api", "portal")
 OUTCOMES = ("success", "client_error", "server_error")
@@ -122,6 +122,14 @@ def target_id(target: str) -> str | None:
     return match.group(0) if match else None
 
 
+def readable_target(target: str | None) -> str:
+    """A target as recorded, with a role in words: an invitation is recorded as `inv_… (staff)`."""
+    match = re.fullmatch(r"(\S+) \((\w+)\)", target or "")
+    if match and match.group(2) in VOCABULARY["role"]:
+        return f"{match.group(1)} ({words('role', match.group(2))})"
+    return target or ""
+
+
 def audit_targets(scope: InstitutionScope, rows: Iterable[AuditLog]) -> dict[str, AuditTarget]:
     """The objects the rows' targets name that still exist in this institution, by the id in the target.
 
@@ -153,6 +161,11 @@ def audit_targets(scope: InstitutionScope, rows: Iterable[AuditLog]) -> dict[str
         for decision_id, application_id in application_of.items():
             if application_id in labels:
                 targets[decision_id] = AuditTarget("application", application_id, labels[application_id])
+    if "inv" in ids:
+        for invitation_id, email, role in db.session.execute(scope.select(
+                StaffInvitation, StaffInvitation.id, StaffInvitation.email, StaffInvitation.role).where(
+                StaffInvitation.id.in_(ids["inv"]))):
+            targets[invitation_id] = AuditTarget("invitation", invitation_id, f"{email} ({words('role', role)})")
     for prefix, kind, model, label in (("usr", "user", User, User.email), ("key", "api_key", ApiKey, ApiKey.name),
                                        ("whe", "webhook_endpoint", WebhookEndpoint, WebhookEndpoint.url),
                                        ("whd", "webhook_delivery", WebhookDelivery, WebhookDelivery.id)):

@@ -38,6 +38,9 @@ READ_ATTRIBUTES = ("title", "aria-label", "placeholder", "alt", "hx-confirm", "a
 PLACEHOLDER = "\x00"
 # Skipped whole: comments, scripts, styles and <code>/<kbd>/<samp> (names of events, paths, headers: code).
 CHUNKS = r"<!--.*?-->|<(script|style|code|kbd|samp)\b[^>]*>.*?</\1\s*>|<[^<>]*>|[^<]+"
+URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S*")
+# Attributes written by a macro or a condition apart from their tag (` aria-invalid="true"`): markup, not text.
+ATTRIBUTES_ONLY = re.compile(r"""\s*(?:[\w:-]+\s*=\s*(?:"[^"]*"|'[^']*')\s*)+""")
 WORD = re.compile(r"[^\W\d_](?:[\w'’.-]*[^\W\d_])?")
 
 
@@ -135,7 +138,8 @@ def _readable(markup: str) -> str:
         for name, value in re.findall(r"""([\w:-]+)\s*=\s*("[^"]*"|'[^']*')""", text):
             name = name.lower()
             if name in READ_ATTRIBUTES:
-                kept.append(value[1:-1])
+                # An example address (placeholder="https://hooks.…") is not words of the interface.
+                kept.append(URL.sub(" ", value[1:-1]))
             elif name == "value" and text.lower().startswith("<input") and re.search(
                     r"""type\s*=\s*["']?(submit|button|reset)""", text, re.I):
                 # A <button>'s value is sent, never shown: its content is the text a person reads.
@@ -178,7 +182,12 @@ def _readable_with_positions(text: str) -> list[tuple[int, str]]:
         chunk = match.group(0)
         if match.group(1):  # a script, a style or code: not words of the interface
             continue
-        readable = _readable(chunk) if chunk.startswith("<") else re.sub(r"&#?\w+;", " ", chunk)
+        if chunk.startswith("<"):
+            readable = _readable(chunk)
+        elif ATTRIBUTES_ONLY.fullmatch(chunk.replace(PLACEHOLDER, "")):
+            readable = _readable(f"<tag {chunk}>")
+        else:
+            readable = re.sub(r"&#?\w+;", " ", chunk)
         for word in WORD.finditer(readable.replace(PLACEHOLDER, " ")):
             found.append((match.start(), word.group(0)))
     return found

@@ -44,6 +44,7 @@ RAW_CODES = ["none", "male", "female", "national_id", "flutterwave", "mpesa", "w
 ENGLISH = re.compile(r"(?<![\w.@/-])(" + "|".join(ENGLISH_WORDS) + r")(?![\w@/-]|\.\w)", re.I)
 RAW = re.compile(r"(?<![\w.@/-])(" + "|".join(RAW_CODES) + r")(?![\w@/-]|\.\w)")
 READ_ATTRIBUTES = {"title", "aria-label", "placeholder", "alt", "hx-confirm", "aria-description"}
+TIME_ZONE = re.compile(r"[A-Z][A-Za-z]+/[\w/+-]+")
 SKIPPED_ELEMENTS = {"script", "style", "code", "pre", "kbd", "samp"}
 
 
@@ -61,6 +62,8 @@ class _VisibleText(HTMLParser):
                 self.parts.append(value)
         if tag in SKIPPED_ELEMENTS:
             self.skipping.append(tag)
+        elif tag == "option" and TIME_ZONE.fullmatch(attributes.get("value") or ""):
+            self.skipping.append(tag)  # a place name ("New York (UTC−05:00)"): the tz database's, not ours
 
     def handle_endtag(self, tag):
         if self.skipping and self.skipping[-1] == tag:
