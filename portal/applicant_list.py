@@ -145,7 +145,9 @@ def count_is_capped(total: int) -> bool:
     return total == COUNT_CAP + 1
 
 
-def match_count_text(total: int) -> str:
+def match_count_text(total: int | None) -> str:
+    if total is None:
+        return _("The number of matching applicants is unavailable right now")
     if count_is_capped(total):
         return _("More than %(count)s applicants match", count=format_number(COUNT_CAP))
     return ngettext("%(count)s applicant matches", "%(count)s applicants match", total, count=format_number(total))

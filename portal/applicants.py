@@ -10,6 +10,7 @@ from flask_babel import lazy_gettext, ngettext
 
 from core.applications.applicant_file import applicant_file, application_document
 from core.applications.csv_export import export_applications_csv
+from core.bulkheads import Overloaded
 from core.applications.documents import attachment_disposition, document_storage, served_content_type
 from core.config import settings
 from core.errors import InvalidInput, NotFound
@@ -74,12 +75,15 @@ def applicants():
                    stage_names=_stage_names(pipeline), list_url=state.url())
     if is_partial_request() and cursor:
         return render_page("applicants/partial/rows.html", **context)
-    total = count_applications(g.scope, query.filters, cap=COUNT_CAP)
+    try:
+        total = count_applications(g.scope, query.filters, cap=COUNT_CAP)
+    except Overloaded:  # no place to count now, or cut by its timeout: the page shows, its count does not
+        total = None
     choices = Choices(cycles=cycles(g.scope), programs=programs(g.scope), stages=pipeline)
     # The address bar shows only the state in use, so a copied link is short and shareable.
     headers = {"HX-Push-Url": state.url()} if is_partial_request() else {}
     return render_page("applicants/index.html", "applicants/partial/results.html", choices=choices,
-                       headers=headers, oob_export=True, total=total, total_capped=count_is_capped(total),
+                       headers=headers, oob_export=True, total=total, total_capped=total is None or count_is_capped(total),
                        count_cap=COUNT_CAP,
                        match_count=match_count_text(total),
                        sort_choices=SORT_CHOICES, column_choices=COLUMNS, **saved_views_context(), **context)

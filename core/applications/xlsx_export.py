@@ -20,6 +20,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from core import bulkheads
 from core.applications.csv_export import release_snapshot, snapshot_connection
 from core.applications.listing.statements import ordered_applications
 from core.applications.records import AMOUNT, APPLICATION_FIELDS, BOOLEAN, RECORD_COLUMNS, TIMESTAMP, RecordField
@@ -73,6 +74,11 @@ def export_applications_xlsx(scope: InstitutionScope, filters: Mapping[str, Any]
     written in constant memory; InvalidInput for a bad filter before anything is written.
     """
     statement = ordered_applications(scope, filters)
+    with bulkheads.hold("export"):  # while the workbook is written (Overloaded when no place comes free)
+        return _written_workbook(statement)
+
+
+def _written_workbook(statement) -> XlsxExport:
     handle, path = tempfile.mkstemp(prefix="karibu-export-", suffix=".xlsx")
     os.close(handle)
     connection = snapshot_connection()
