@@ -96,6 +96,9 @@ class Permit:
         if compartment is not None:
             compartment.give_back()
 
+    def __del__(self) -> None:  # a holder dropped without closing (a stream never closed) gives it back
+        self.release()
+
     def __enter__(self) -> Permit:
         return self
 
