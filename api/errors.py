@@ -10,7 +10,7 @@ from __future__ import annotations
 from flask import current_app, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from core.bulkheads import Overloaded
+from core.applications.bulkheads import Overloaded
 from core.db import DATABASE_RETRY_AFTER_SECONDS
 from core.errors import KaribuError, problem
 

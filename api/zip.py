@@ -4,7 +4,7 @@ from collections.abc import Iterable, Iterator
 from flask import Response, g, request
 
 from api import bp
-from core import bulkheads
+from core.applications import bulkheads
 from core.applications.document_bundles import DocumentBundle, page_applications
 from core.applications.documents import document_storage
 from core.applications.listing.pages import fetch_application_page

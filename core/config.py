@@ -189,7 +189,7 @@ class Settings(BaseModel):
     # (several deployments sharing one Redis database).
     RATELIMIT_STORAGE_URI: str = ""
     RATELIMIT_KEY_PREFIX: str = ""
-    # Bulkheads (core/bulkheads.py): expensive requests running at once per process, by kind (0 = no limit):
+    # Bulkheads (core/applications/bulkheads.py): expensive requests running at once per process, by kind (0 = no limit):
     # text searches and exact counts of search and date filters; exports (CSV, NDJSON, .xlsx) and zip bundles.
     # One of each per worker: with the shipped 2 threads a worker busy with one kind keeps a thread for short
     # requests, and a node runs at most WEB_CONCURRENCY of each.

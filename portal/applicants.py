@@ -10,7 +10,7 @@ from flask_babel import lazy_gettext, ngettext
 
 from core.applications.applicant_file import applicant_file, application_document
 from core.applications.csv_export import export_applications_csv
-from core.bulkheads import Overloaded
+from core.applications.bulkheads import Overloaded
 from core.applications.documents import attachment_disposition, document_storage, served_content_type
 from core.config import settings
 from core.errors import InvalidInput, NotFound

@@ -7,7 +7,7 @@ from flask_babel import lazy_gettext as _l
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException, InternalServerError
 
-from core.bulkheads import Overloaded
+from core.applications.bulkheads import Overloaded
 from core.db import DATABASE_RETRY_AFTER_SECONDS
 from core.errors import KaribuError
 from portal.i18n import use_language, visitor_language
@@ -26,7 +26,7 @@ TITLES = {
 }
 
 
-# Expensive work that cannot run now (core.bulkheads.Overloaded), by its reason.
+# Expensive work that cannot run now (core.applications.bulkheads.Overloaded), by its reason.
 OVERLOADED_MESSAGES = {
     "busy": _l("Too many searches or exports are running right now. Please try again in a few seconds."),
     "took_too_long": _l("The search took too long. Narrow it (a longer or rarer text, or more filters) and try again."),

@@ -25,7 +25,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Select, String, case, func, literal, select
 
-from core import bulkheads
+from core.applications import bulkheads
 from core.db import db
 from core.applications.listing.counts import count_exported
 from core.applications.listing.statements import EXPORT_ORDER, ordered_applications
@@ -123,7 +123,7 @@ class StreamedExport:
     `elsewhere(rows)` renders them here from rows read in batches. Iterate it for the bytes; it releases its
     connection when the stream ends or is closed early (the client went away). As the connection is its own, the
     export needs no request context while it streams. It holds a place in the `export` bulkhead from before
-    the snapshot is opened until it is closed (core.bulkheads.Overloaded when none comes free).
+    the snapshot is opened until it is closed (core.applications.bulkheads.Overloaded when none comes free).
     """
 
     def __init__(self, statement: Select, count: Callable[[Connection], int],

@@ -20,7 +20,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from core import bulkheads
+from core.applications import bulkheads
 from core.applications.csv_export import release_snapshot, snapshot_connection
 from core.applications.listing.statements import ordered_applications
 from core.applications.records import AMOUNT, APPLICATION_FIELDS, BOOLEAN, RECORD_COLUMNS, TIMESTAMP, RecordField

@@ -8,7 +8,7 @@ from html import unescape
 
 import pytest
 
-from core import bulkheads
+from core.applications import bulkheads
 from core.models import AuditLog
 from core.db import db
 from tests.portal.conftest import _fresh_login_counters, portal_as  # noqa: F401 (fixtures)

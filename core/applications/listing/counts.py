@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from core import bulkheads
+from core.applications import bulkheads
 from core.applications.counters import count_by_dimensions
 from core.applications.listing.statements import (
     filtered_applications, ordered_applications, pipeline_stage, plan_search_for_buffer_cache, referenced_ids,
@@ -24,7 +24,7 @@ def count_applications(scope: InstitutionScope, filters: Mapping[str, Any], cap:
     from the counter tables in constant time; any other filter (search, dates) is an exact COUNT of the
     same filtered statement the pages read, which stops at `cap` + 1 rows when a cap is given (a search
     shared by a sixth of a million applications is not counted row by row on every keystroke). Such a COUNT
-    runs in the `search` bulkhead and within COUNT_STATEMENT_TIMEOUT_MS (core.bulkheads.Overloaded,
+    runs in the `search` bulkhead and within COUNT_STATEMENT_TIMEOUT_MS (core.applications.bulkheads.Overloaded,
     listing.timeouts.TookTooLong); its filters are checked (400) first.
     """
     dimensions = _counted_dimensions(scope, filters)

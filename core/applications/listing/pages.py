@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from sqlalchemy import Select, tuple_
 from sqlalchemy.orm import selectinload
 
-from core import bulkheads
+from core.applications import bulkheads
 from core.applications.listing.cursor import check_issuer, next_cursor
 from core.applications.listing.query import ApplicationQuery, CycleQuery, Sort, bad_parameter
 from core.applications.listing.statements import (

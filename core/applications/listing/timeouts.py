@@ -15,7 +15,7 @@ import psycopg
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import OperationalError
 
-from core.bulkheads import Overloaded
+from core.applications.bulkheads import Overloaded
 from core.config import settings
 from core.db import db
 

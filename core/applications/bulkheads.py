@@ -38,9 +38,6 @@ class Overloaded(ServiceUnavailable):
         super().__init__(message, reason=self.reason, **extra)
         self.retry_after = retry_after
 
-    def renamed(self, names: dict[str, str]) -> Overloaded:
-        return self
-
 
 BUSY_MESSAGES = {
     "search": "Too many searches are running: retry after the number of seconds in Retry-After",
