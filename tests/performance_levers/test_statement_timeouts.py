@@ -9,10 +9,14 @@ from sqlalchemy import event
 from core.db import db
 
 SEARCH = "/api/v1/applications/search"
-SLOW = {
-    "postgresql": "SELECT pg_sleep(0.5)",
-    "sqlite": "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 300000) SELECT count(*) FROM n",
-}
+
+
+def slow_sql(dialect: str, seconds: float) -> str:
+    """A statement that takes about `seconds` or more (SQLite: about 3 million rows a second, quiet)."""
+    if dialect == "postgresql":
+        return f"SELECT pg_sleep({seconds})"
+    return (f"WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT {int(seconds * 3_000_000)}) "
+            "SELECT count(*) FROM n")
 
 
 @pytest.fixture
@@ -23,18 +27,19 @@ def applications(factory, tenant):
 
 @pytest.fixture
 def slow_statements(app, monkeypatch):
-    """`slow_statements(matches)`: every statement for which `matches(sql)` is true first runs a statement that
-    takes about half a second on the same connection; the limits become 100 ms."""
+    """`slow_statements(matches, seconds)`: every statement for which `matches(sql)` is true first runs a
+    statement of `seconds` or more (default 10: a limit that fails to cut it shows) on the same connection;
+    the limits become 100 ms."""
     monkeypatch.setitem(app.config, "SEARCH_STATEMENT_TIMEOUT_MS", 100)
     monkeypatch.setitem(app.config, "COUNT_STATEMENT_TIMEOUT_MS", 100)
     with app.app_context():
         engine = db.engine
     listeners = []
 
-    def install(matches):
+    def install(matches, seconds: float = 10):
         def before(connection, cursor, statement, parameters, context, executemany):
             if matches(statement):
-                cursor.execute(SLOW[connection.dialect.name])
+                cursor.execute(slow_sql(connection.dialect.name, seconds))
         event.listen(engine, "before_cursor_execute", before)
         listeners.append(before)
     yield install
@@ -84,7 +89,7 @@ def test_the_time_limits_end_with_the_search_and_the_count(tenant, applications,
     """The page's later statements (here the cycles of the filter form, run after the search and the count in
     the same transaction) are not held to the search's limit."""
     staff = staff_of(tenant)
-    slow_statements(lambda sql: "FROM cycles" in sql and "ORDER BY cycles.opens_at DESC" in sql)
+    slow_statements(lambda sql: "FROM cycles" in sql and "ORDER BY cycles.opens_at DESC" in sql, seconds=0.5)
     page = staff.get("/applicants", query_string={"q": "uwase"})
     assert page.status_code == 200, page.get_data(as_text=True)[:500]
     assert "3 applicants match" in page.get_data(as_text=True)
