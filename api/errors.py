@@ -2,13 +2,15 @@
 
 4xx: `{"code": status, "error": text, "errors": [{"location", "name", "message"}, …], …}` (see
 core/errors.py; `errors` may be empty when no single input is at fault, as for a 401 or a 429).
-5xx: `{"code": status, "error": text, …}`; a 500 never leaks details.
+5xx: `{"code": status, "error": text, …}`; a 500 never leaks details. Expensive work that cannot run now (a
+full bulkhead, a search cut by its timeout) is a 503 `{"code", "error", "reason"}` with Retry-After.
 """
 from __future__ import annotations
 
 from flask import current_app, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
+from core.applications.bulkheads import Overloaded
 from core.db import DATABASE_RETRY_AFTER_SECONDS
 from core.errors import KaribuError, problem
 
@@ -39,6 +41,10 @@ def database_unavailable():
 
 
 def handle_api_exception(exc: Exception):
+    if isinstance(exc, Overloaded):  # a bulkhead stayed full, or a search hit its timeout: nothing was done
+        response = json_error(exc.status, exc.message, **exc.extra)
+        response.headers["Retry-After"] = str(exc.retry_after)
+        return response
     if isinstance(exc, KaribuError):
         return json_error(exc.status, exc.message, exc.errors, **exc.extra)
     if isinstance(exc, HTTPException):

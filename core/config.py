@@ -193,6 +193,21 @@ class Settings(BaseModel):
     # (several deployments sharing one Redis database).
     RATELIMIT_STORAGE_URI: str = ""
     RATELIMIT_KEY_PREFIX: str = ""
+    # Bulkheads (core/applications/bulkheads.py): expensive requests running at once per process, by kind (0 = no limit):
+    # text searches and exact counts of search and date filters; exports (CSV, NDJSON, .xlsx) and zip bundles.
+    # One of each per worker: with the shipped 2 threads a worker busy with one kind keeps a thread for short
+    # requests, and a node runs at most WEB_CONCURRENCY of each.
+    BULKHEAD_SEARCHES: int = Field(default=1, ge=0)
+    BULKHEAD_EXPORTS: int = Field(default=1, ge=0)
+    # Seconds a refused expensive request waits for a place (holding its thread) before its 503, and the
+    # Retry-After of that 503.
+    BULKHEAD_QUEUE_SECONDS: float = Field(default=1.0, ge=0)
+    BULKHEAD_RETRY_AFTER_SECONDS: int = Field(default=2, ge=1)
+    # PostgreSQL statement_timeout (milliseconds; 0 = none) of the statements of a text search page and of an
+    # exact count (search and date filters); SQLite interrupts them through a progress handler. A search cut
+    # by it is a 503 saying "narrow it"; the portal's count then says it is unavailable.
+    SEARCH_STATEMENT_TIMEOUT_MS: int = Field(default=3000, ge=0)
+    COUNT_STATEMENT_TIMEOUT_MS: int = Field(default=3000, ge=0)
 
     @classmethod
     def from_environment(cls, overrides: Mapping[str, Any] | None = None) -> Settings:

@@ -155,14 +155,18 @@ def count_is_capped(total: int) -> bool:
     return total == COUNT_CAP + 1
 
 
-def match_count_text(total: int) -> str:
+def match_count_text(total: int | None) -> str:
+    if total is None:
+        return _("The number of matching applicants is unavailable right now")
     if count_is_capped(total):
         return _("More than %(count)s applicants match", count=format_number(COUNT_CAP))
     return ngettext("%(count)s applicant matches", "%(count)s applicants match", total, count=format_number(total))
 
 
-def load_more_text(shown: int, total: int) -> str:
+def load_more_text(shown: int, total: int | None) -> str:
     """The "load more" button with how many rows are shown of how many match ("Load more (50 of 200)")."""
+    if total is None:  # the count is unavailable right now (no place to count, or cut by its timeout)
+        return _("Load more")
     if count_is_capped(total):
         return _("Load more (%(shown)s of more than %(count)s)", shown=format_number(shown),
                  count=format_number(COUNT_CAP))

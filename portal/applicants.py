@@ -10,6 +10,7 @@ from flask_babel import gettext as _
 from flask_babel import lazy_gettext, ngettext
 
 from core.applications.applicant_file import applicant_file, application_document
+from core.applications.bulkheads import Overloaded
 from core.applications.list_export import ExportColumn, export_list_csv
 from core.applications.list_export import field as export_field
 from core.applications.documents import attachment_disposition, document_storage, served_content_type
@@ -79,7 +80,10 @@ def applicants():
     cursor = request.args.get("cursor") or None
     query, page, records = _page(state, cursor)
     pipeline = stage_pipeline(g.scope)
-    total = count_applications(g.scope, query.filters, cap=COUNT_CAP)
+    try:
+        total = count_applications(g.scope, query.filters, cap=COUNT_CAP)
+    except Overloaded:  # no place to count now, or cut by its timeout: the page shows, its count does not
+        total = None
     shown = (_shown_before(request.args.get("shown")) if cursor else 0) + len(records)
     context = dict(list_state=state, filters=filters, page=page, records=records, cursor=cursor,
                    stage_names=_stage_names(pipeline), list_url=state.url(), shown=shown,
@@ -90,7 +94,8 @@ def applicants():
     # The address bar shows only the state in use, so a copied link is short and shareable.
     headers = {"HX-Push-Url": state.url()} if is_partial_request() else {}
     return render_page("applicants/index.html", "applicants/partial/results.html", choices=choices,
-                       headers=headers, oob_export=True, total=total, total_capped=count_is_capped(total),
+                       headers=headers, oob_export=True, total=total,
+                       total_capped=total is None or count_is_capped(total),
                        match_count=match_count_text(total),
                        sort_choices=SORT_CHOICES, column_choices=COLUMNS, **saved_views_context(), **context)
 

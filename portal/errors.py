@@ -7,6 +7,7 @@ from flask_babel import lazy_gettext as _l
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException, InternalServerError
 
+from core.applications.bulkheads import Overloaded
 from core.db import DATABASE_RETRY_AFTER_SECONDS
 from core.errors import KaribuError
 from portal.i18n import use_language, visitor_language
@@ -25,8 +26,17 @@ TITLES = {
 }
 
 
+# Expensive work that cannot run now (core.applications.bulkheads.Overloaded), by its reason.
+OVERLOADED_MESSAGES = {
+    "busy": _l("Too many searches or exports are running right now. Please try again in a few seconds."),
+    "took_too_long": _l("The search took too long. Narrow it (a longer or rarer text, or more filters) and try again."),
+}
+
+
 def html_error(exc: Exception):
     fields = []
+    if isinstance(exc, Overloaded):
+        return overloaded_page(exc)
     if isinstance(exc, KaribuError):
         status, message = exc.status, exc.message
         fields = exc.errors
@@ -56,4 +66,13 @@ def database_unavailable_page():
         message=_("Karibu cannot reach its database right now. Please try again in a moment."),
         request_id=g.get("request_id", "")), 503)
     response.headers["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
+    return response
+
+
+def overloaded_page(exc: Overloaded):
+    """The plain error page of a refused search or export, with Retry-After; nothing was done."""
+    response = render_page("errors/error.html", "errors/partial.html", status=503, title=TITLES[503],
+                           message=str(OVERLOADED_MESSAGES[exc.reason]), fields=[],
+                           request_id=g.get("request_id", ""))
+    response.headers["Retry-After"] = str(exc.retry_after)
     return response

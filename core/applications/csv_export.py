@@ -25,6 +25,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Select, String, case, func, literal, select
 
+from core.applications import bulkheads
 from core.db import db
 from core.applications.listing.counts import count_exported
 from core.applications.listing.statements import EXPORT_ORDER, ordered_applications
@@ -121,13 +122,19 @@ class StreamedExport:
     on SQLite's write-ahead log). `on_postgres(connection, statement)` renders the bytes in the database (COPY);
     `elsewhere(rows)` renders them here from rows read in batches. Iterate it for the bytes; it releases its
     connection when the stream ends or is closed early (the client went away). As the connection is its own, the
-    export needs no request context while it streams.
+    export needs no request context while it streams. It holds a place in the `export` bulkhead from before
+    the snapshot is opened until it is closed (core.applications.bulkheads.Overloaded when none comes free).
     """
 
     def __init__(self, statement: Select, count: Callable[[Connection], int],
                  on_postgres: Callable[[Connection, Select], Iterator[bytes]],
                  elsewhere: Callable[[Iterable], Iterator[bytes]], prefix: bytes = b""):
-        self._connection = snapshot_connection()
+        self._permit = bulkheads.acquire("export")  # held until the stream is closed; Overloaded if none
+        try:
+            self._connection = snapshot_connection()
+        except BaseException:
+            self._permit.release()
+            raise
         try:
             self.total_rows: int = count(self._connection)
             if self._connection.dialect.name == "postgresql":
@@ -159,6 +166,7 @@ class StreamedExport:
             chunks.close()
         if not self._connection.closed:
             release_snapshot(self._connection)
+        self._permit.release()
 
 
 def export_applications_csv(scope: InstitutionScope, filters: Mapping[str, Any], *,

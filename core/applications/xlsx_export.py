@@ -21,6 +21,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from core.applications import bulkheads
 from core.applications.csv_export import release_snapshot, snapshot_connection
 from core.applications.list_export import ExportColumn, display_row, sorted_applications
 from core.applications.listing.query import Sort
@@ -72,6 +73,11 @@ def export_list_xlsx(scope: InstitutionScope, filters: Mapping[str, Any], sort: 
     written in constant memory; InvalidInput for a bad filter before anything is written.
     """
     statement = sorted_applications(scope, filters, sort)
+    with bulkheads.hold("export"):  # while the workbook is written (Overloaded when no place comes free)
+        return _written_workbook(statement, columns, sheet_name)
+
+
+def _written_workbook(statement, columns: Sequence[ExportColumn], sheet_name: str) -> XlsxExport:
     handle, path = tempfile.mkstemp(prefix="karibu-export-", suffix=".xlsx")
     os.close(handle)
     connection = snapshot_connection()

@@ -6,10 +6,12 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from core.applications import bulkheads
 from core.applications.counters import count_by_dimensions
 from core.applications.listing.statements import (
     filtered_applications, ordered_applications, pipeline_stage, plan_search_for_buffer_cache, referenced_ids,
 )
+from core.applications.listing.timeouts import time_limited
 from core.db import db
 from core.models import Applicant, Application, Cycle, Program
 from core.scoping import InstitutionScope
@@ -21,17 +23,22 @@ def count_applications(scope: InstitutionScope, filters: Mapping[str, Any], cap:
     Filters that are all counted dimensions (cycle, program, stage, decision, paid, enrolled) are answered
     from the counter tables in constant time; any other filter (search, dates) is an exact COUNT of the
     same filtered statement the pages read, which stops at `cap` + 1 rows when a cap is given (a search
-    shared by a sixth of a million applications is not counted row by row on every keystroke).
+    shared by a sixth of a million applications is not counted row by row on every keystroke). Such a COUNT
+    runs in the `search` bulkhead and within COUNT_STATEMENT_TIMEOUT_MS (core.applications.bulkheads.Overloaded,
+    listing.timeouts.TookTooLong); its filters are checked (400) first.
     """
     dimensions = _counted_dimensions(scope, filters)
     if dimensions is not None:
         return count_by_dimensions(scope, dimensions)
-    if "q" in filters and db.session.get_bind().dialect.name == "postgresql":
-        plan_search_for_buffer_cache()
     if cap is None:
-        return int(db.session.scalar(filtered_applications(scope, filters, scope.select(Application, func.count()))))
-    matching = filtered_applications(scope, filters, scope.select(Application, Application.id)).limit(cap + 1)
-    return int(db.session.scalar(select(func.count()).select_from(matching.subquery())))
+        statement = filtered_applications(scope, filters, scope.select(Application, func.count()))
+    else:
+        matching = filtered_applications(scope, filters, scope.select(Application, Application.id)).limit(cap + 1)
+        statement = select(func.count()).select_from(matching.subquery())
+    with bulkheads.hold("search"), time_limited("count"):
+        if "q" in filters and db.session.get_bind().dialect.name == "postgresql":
+            plan_search_for_buffer_cache()
+        return int(db.session.scalar(statement))
 
 
 def _counted_dimensions(scope: InstitutionScope, filters: Mapping[str, Any]) -> dict[str, Any] | None:

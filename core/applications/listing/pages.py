@@ -6,12 +6,14 @@ from dataclasses import dataclass
 from sqlalchemy import Select, tuple_
 from sqlalchemy.orm import selectinload
 
+from core.applications import bulkheads
 from core.applications.listing.cursor import check_issuer, next_cursor
 from core.applications.listing.query import ApplicationQuery, CycleQuery, Sort, bad_parameter
 from core.applications.listing.statements import (
     PARAMETER_PREFIX, after_parameters, filter_values, filtered, keyset_after, ordered_page, page_limit,
     page_statement, pipeline_stage, plan_search_for_buffer_cache,
 )
+from core.applications.listing.timeouts import time_limited
 from core.applications.records import application_select
 from core.db import db
 from core.models import Application, Cycle, Stage
@@ -31,10 +33,20 @@ def fetch_application_page(scope: InstitutionScope, query: ApplicationQuery) -> 
     Every order ends with the application id, so rows that tie on the sort value are never skipped or
     repeated between pages. `stage` follows the institution's pipeline (newest submission first within a
     stage), one index range per stage, so it needs no sort of the whole set either.
+
+    A text search (`q`) runs in the `search` bulkhead and within its statement timeout (Overloaded or
+    TookTooLong, both 503s, when it cannot); its filters are checked (400) before it waits for a place.
     """
     values = filter_values(scope, query.filters)
-    if "q" in query.filters and db.session.get_bind().dialect.name == "postgresql":
-        plan_search_for_buffer_cache()
+    if "q" not in query.filters:
+        return _application_page(scope, query, values)
+    with bulkheads.hold("search"), time_limited("search"):
+        if db.session.get_bind().dialect.name == "postgresql":
+            plan_search_for_buffer_cache()
+        return _application_page(scope, query, values)
+
+
+def _application_page(scope: InstitutionScope, query: ApplicationQuery, values: dict) -> Page:
     sort = query.sort
     if sort.key == "stage":
         rows = _rows_by_stage(scope, query, filtered(scope, values))

@@ -1,0 +1,157 @@
+"""Bulkheads: expensive requests beyond the per-process limit wait briefly, then get a 503 with Retry-After and
+change nothing (no export started, no audit row of an action done, one request counted by the rate limit)."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from tests.performance_levers.conftest import audit_rows
+
+SEARCH = "/api/v1/applications/search"
+LIST = "/api/v1/applications"
+EXPORT = "/api/v1/applications/export"
+ZIP = "/api/v1/applications/zip"
+
+
+@pytest.fixture
+def applications(factory, tenant):
+    return [factory.application(tenant.institution, program=tenant.program, cycle=tenant.cycle,
+                                first_name=first, last_name="Uwase") for first in ("Aimée", "Jean", "Claire")]
+
+
+def assert_refused(response, reason: str = "busy") -> dict:
+    assert response.status_code == 503, response.get_data(as_text=True)
+    assert response.headers["Retry-After"] == "2"
+    body = response.get_json()
+    assert body["code"] == 503 and body["reason"] == reason and body["error"]
+    return body
+
+
+def test_a_search_beyond_the_limit_is_a_503_with_retry_after(api_get, tenant, applications, occupied, no_queue):
+    with occupied("search"):
+        body = assert_refused(api_get(tenant, SEARCH, {"q": "uwase"}))
+        assert "searches" in body["error"]
+        assert_refused(api_get(tenant, LIST, {"q": "uwase"}))
+        listed = api_get(tenant, LIST)  # a short request is not held back
+        assert listed.status_code == 200 and len(listed.get_json()["data"]) == 3
+        by_id = api_get(tenant, "/api/v1/applications/by-id", {"ids": applications[0].id})
+        assert by_id.status_code == 200
+    found = api_get(tenant, SEARCH, {"q": "uwase"})
+    assert found.status_code == 200 and len(found.get_json()["data"]) == 3
+
+
+def test_bad_input_is_still_a_400_when_the_bulkhead_is_full(api_get, tenant, applications, occupied, no_queue):
+    with occupied("search"), occupied("export"):
+        assert api_get(tenant, SEARCH, {"q": "uwase", "cycle": "nope"}).status_code == 400
+        assert api_get(tenant, SEARCH, {"q": "uwase", "limit": "0"}).status_code == 400
+        assert api_get(tenant, EXPORT, {"format": "xml"}).status_code == 400
+        assert api_get(tenant, EXPORT, {"program": "nope"}).status_code == 400
+
+
+def test_a_refused_request_is_audited_as_refused_and_counted_once(api_get, app, tenant, applications, occupied,
+                                                                  no_queue):
+    first = api_get(tenant, LIST)
+    remaining = int(first.headers["X-RateLimit-Remaining"])
+    with occupied("search"):
+        refused = api_get(tenant, SEARCH, {"q": "uwase"})
+    assert_refused(refused)
+    assert int(refused.headers["X-RateLimit-Remaining"]) == remaining - 1
+    assert int(api_get(tenant, LIST).headers["X-RateLimit-Remaining"]) == remaining - 2
+    statuses = [(action, status) for source, action, status in audit_rows(app) if source == "api"]
+    assert statuses == [("api.list_applications", 200), ("api.search_applications", 503),
+                        ("api.list_applications", 200)]
+
+
+def test_a_queued_request_runs_when_a_place_frees_up(app, client, tenant, applications, occupied, monkeypatch):
+    monkeypatch.setitem(app.config, "BULKHEAD_QUEUE_SECONDS", 10)
+    answers = []
+    with occupied("search"):
+        asking = threading.Thread(target=lambda: answers.append(
+            app.test_client().get(SEARCH, query_string={"q": "uwase"}, headers=tenant.headers)))
+        asking.start()
+        time.sleep(0.3)
+        assert answers == [], "the search waits while every place is taken"
+    asking.join(10)
+    assert [answer.status_code for answer in answers] == [200]
+
+
+def test_no_limit_when_set_to_zero(app, api_get, tenant, applications, occupied, no_queue, monkeypatch):
+    with occupied("search"):
+        monkeypatch.setitem(app.config, "BULKHEAD_SEARCHES", 0)
+        assert api_get(tenant, SEARCH, {"q": "uwase"}).status_code == 200
+
+
+def test_an_export_holds_its_place_until_its_stream_is_closed(client, tenant, applications, no_queue):
+    streaming = client.get(EXPORT, headers=tenant.headers)  # the body is not read yet: the export is running
+    assert streaming.status_code == 200
+    refused = client.get(EXPORT, query_string={"format": "ndjson"}, headers=tenant.headers)
+    assert_refused(refused)
+    assert "X-Total-Rows" not in refused.headers and "Content-Disposition" not in refused.headers
+    assert_refused(client.get(ZIP, headers=tenant.headers))
+    assert client.get(LIST, headers=tenant.headers).status_code == 200
+    streaming.close()  # the client went away (or the stream ended)
+    again = client.get(EXPORT, headers=tenant.headers)
+    assert again.status_code == 200 and again.headers["X-Total-Rows"] == "3"
+    assert again.get_data(as_text=True).count("\n") == 4
+
+
+def test_a_zip_holds_its_place_until_its_stream_ends(client, tenant, applications, no_queue):
+    streaming = client.get(ZIP, headers=tenant.headers)
+    assert streaming.status_code == 200
+    assert_refused(client.get(EXPORT, headers=tenant.headers))
+    streaming.get_data()  # read to the end
+    exported = client.get(EXPORT, headers=tenant.headers)
+    assert exported.status_code == 200
+    exported.close()
+
+
+def test_the_refusal_is_documented_in_the_openapi_document(client):
+    document = client.get("/api/v1/openapi.json").get_json()
+    for path in (LIST, SEARCH, EXPORT, ZIP):
+        refusal = document["paths"][path]["get"]["responses"]["503"]
+        assert refusal == {"$ref": "#/components/responses/Overloaded"}
+    overloaded = document["components"]["responses"]["Overloaded"]
+    assert "Retry-After" in overloaded["headers"]
+
+
+def test_portal_search_beyond_the_limit_is_a_plain_503_page(app, tenant, applications, staff_of, occupied,
+                                                             no_queue):
+    staff = staff_of(tenant)
+    with occupied("search"):
+        page = staff.get("/applicants", query_string={"q": "uwase"})
+        assert page.status_code == 503
+        assert page.headers["Retry-After"] == "2"
+        assert "Too many searches or exports are running right now" in page.get_data(as_text=True)
+        assert staff.get("/applicants").status_code == 200  # the plain list needs no place
+        partial = staff.get("/applicants", query_string={"q": "uwase"}, htmx=True)
+        assert partial.status_code == 503 and "<html" not in partial.get_data(as_text=True)
+
+
+def test_portal_count_without_a_place_says_it_is_unavailable(tenant, applications, staff_of, occupied, no_queue):
+    staff = staff_of(tenant)
+    dated = {"submitted_after": "2000-01-01"}  # an exact COUNT (not a counted dimension), but no text search
+    assert "3 applicants match" in staff.get("/applicants", query_string=dated).get_data(as_text=True)
+    with occupied("search"):
+        page = staff.get("/applicants", query_string=dated)
+    html = page.get_data(as_text=True)
+    assert page.status_code == 200
+    assert "The number of matching applicants is unavailable right now" in html
+    assert html.count('href="/applicants/app_') == 3, "the rows are still shown"
+
+
+def test_portal_exports_refused_start_nothing_and_are_not_audited(app, tenant, applications, staff_of, occupied,
+                                                                  no_queue):
+    staff = staff_of(tenant)
+    before = audit_rows(app)
+    with occupied("export"):
+        for path in ("/applicants/export.csv", "/applicants/export.xlsx"):
+            refused = staff.get(path)
+            assert refused.status_code == 503 and refused.headers["Retry-After"] == "2"
+            assert "Content-Disposition" not in refused.headers
+            assert refused.mimetype == "text/html"
+    assert audit_rows(app) == before, "no export is recorded as done"
+    exported = staff.get("/applicants/export.csv")
+    assert exported.status_code == 200 and exported.get_data(as_text=True).count("\n") == 4
+    assert [action for _, action, _ in audit_rows(app)][-1] == "applicants.export"
