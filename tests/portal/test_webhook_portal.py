@@ -301,4 +301,4 @@ def test_the_try_page_puts_focus_on_the_result_heading_and_announces_it(client):
     heading = re.search(r'<h2 id="result-heading"([^>]*)>([^<]+)</h2>', html)
     assert heading and 'tabindex="-1"' in heading.group(1) and "data-focus-after-swap" in heading.group(1)
     assert 'data-announce="verification-status"' in heading.group(1)
-    assert heading.group(2).startswith("Result: authentic")
+    assert heading.group(2).startswith("Result: Authentic")
