@@ -65,6 +65,9 @@ class Drain(ABC):
     """
 
     whole_batches = False
+    # Set by a kind's `lease_due` when it left due rows aside on purpose (a recipient's share is taken): the
+    # drain then claims again as soon as an attempt finishes instead of concluding that nothing is due.
+    passed_over = False
 
     def __init__(self, outbox: Outbox, senders: Executor, capacity: int,
                  on_backlog: Callable[[], None] | None = None):
@@ -105,6 +108,11 @@ class Drain(ABC):
         """Held rows to check again (`still_ours`) and start in this turn."""
         return list(self.held)
 
+    def lease_due(self, now: datetime, limit: int) -> list[str]:
+        """Lease up to `limit` due rows under this drain's token (in the turn's transaction), oldest first; a
+        kind may pick them otherwise (e.g. fairly across recipients, setting `passed_over`)."""
+        return lease(self.outbox, now, limit, self.token)
+
     def still_ours(self, rows: list[Claimed]) -> set[str]:
         """Ids of those whose lease this drain still holds."""
         model = self.outbox.model
@@ -131,11 +139,12 @@ class Drain(ABC):
                 free = 0  # nothing was due a moment ago: look again only after a short pause
             resumed, claimed, leased = self._turn(done, free)
             if free > 0:
-                if leased < free:
+                if leased < free and not self.passed_over:
                     nothing_due_since = time.monotonic()
                 else:
                     nothing_due_since = None
-                    self._wake_another()
+                    if leased >= free:
+                        self._wake_another()
             for row in resumed:
                 self._start(row)
             for row in claimed:
@@ -167,7 +176,7 @@ class Drain(ABC):
         ready = self.resumable()
         ours = self.still_ours(ready) if ready else set()
         now = self.outbox.now()
-        ids = lease(self.outbox, now, free, self.token) if free > 0 else []
+        ids = self.lease_due(now, free) if free > 0 else []
         claimed = self.load(ids, now + self.outbox.lease) if ids else []
         db.session.commit()
         self.committed(done, statuses)
