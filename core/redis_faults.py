@@ -3,12 +3,15 @@
 
 Redis holds rate-limit counters and wakes workers; the database holds everything that matters. So when Redis
 is down or frozen, requests go on: the rate limiter counts in-process until Redis answers again, and a drain
-job that cannot be queued is left to the periodic sweep.
+job that cannot be queued is left to the periodic sweep. A component on the request path that met a fault
+leaves Redis alone for a while (`RedisBackoff`), and so does every other component for a moment after any
+fault of this process: a request pays at most one timeout, even when Redis is frozen.
 """
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import Counter
 
 import prometheus_client
@@ -20,14 +23,17 @@ RATE_LIMITER_LOGGER = "flask-limiter"
 
 _counts: Counter[str] = Counter()
 _lock = threading.Lock()
+_last_fault_at = float("-inf")  # time.monotonic() of this process's last Redis fault
 REDIS_FAULTS = prometheus_client.Counter(
     "karibu_redis_faults_total", "Redis faults ridden out: rate limits counted in-process, drains left to the sweep",
     ["component"])
 
 
 def count_redis_fault(component: str) -> None:
+    global _last_fault_at
     with _lock:
         _counts[component] += 1
+        _last_fault_at = time.monotonic()
     REDIS_FAULTS.labels(component).inc()
 
 
@@ -41,6 +47,42 @@ def record_redis_fault(component: str, error: BaseException) -> None:
     """Count and log a Redis fault by class (a Redis error's text may hold a command's arguments)."""
     count_redis_fault(component)
     log.warning("Redis unavailable for %s (%s); carrying on without it", component, type(error).__name__)
+
+
+class RedisBackoff:
+    """When a component of the request path may try Redis again after a fault.
+
+    After a fault it skips Redis for `first` seconds, then twice as long after each further fault, up to
+    `longest`; when the pause is over one caller tries (the others still skip until it has an answer), and a
+    success ends the back-off. It also skips for `first` seconds after a fault of any other component of this
+    process (the rate limiter's, earlier in the same request), so one request never waits for two timeouts.
+    """
+
+    def __init__(self, component: str, first: float = 1.0, longest: float = 4.0):
+        self.component, self.first, self.longest = component, first, longest
+        self._pause = 0.0
+        self._retry_at = float("-inf")
+        self._lock = threading.Lock()
+
+    def may_try(self) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            if now < self._retry_at or now - _last_fault_at < self.first:
+                return False
+            if self._pause:
+                self._retry_at = now + self._pause  # this caller probes; the others skip meanwhile
+            return True
+
+    def succeeded(self) -> None:
+        with self._lock:
+            self._pause, self._retry_at = 0.0, float("-inf")
+
+    def failed(self, error: BaseException) -> None:
+        """Record the fault (counted and logged) and start or lengthen the pause."""
+        record_redis_fault(self.component, error)
+        with self._lock:
+            self._pause = min(self.longest, self._pause * 2 if self._pause else self.first)
+            self._retry_at = time.monotonic() + self._pause
 
 
 class _CountRateLimiterFaults(logging.Filter):

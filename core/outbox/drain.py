@@ -68,6 +68,7 @@ class Drain(ABC):
     # Set by a kind's `lease_due` when it left due rows aside on purpose (a recipient's share is taken): the
     # drain then claims again as soon as an attempt finishes instead of concluding that nothing is due.
     passed_over = False
+    poll_seconds = POLL_SECONDS
 
     def __init__(self, outbox: Outbox, senders: Executor, capacity: int,
                  on_backlog: Callable[[], None] | None = None):
@@ -135,7 +136,7 @@ class Drain(ABC):
         while True:
             claiming = time.monotonic() - started < time_budget
             free = self.capacity - self.busy - len(self.held) if claiming else 0
-            if nothing_due_since is not None and time.monotonic() - nothing_due_since < POLL_SECONDS:
+            if nothing_due_since is not None and time.monotonic() - nothing_due_since < self.poll_seconds:
                 free = 0  # nothing was due a moment ago: look again only after a short pause
             resumed, claimed, leased = self._turn(done, free)
             if free > 0:
@@ -164,7 +165,7 @@ class Drain(ABC):
                 done = self._collect_all()
             else:
                 # while claiming, wake up now and then to fill free threads with rows that came due
-                done = self._collect(timeout=POLL_SECONDS if claiming else None)
+                done = self._collect(timeout=self.poll_seconds if claiming else None)
 
     def _turn(self, done: list[Sent], free: int) -> tuple[list[Claimed], list[Claimed], int]:
         """One transaction: record the finished attempts, check the held rows that may go now, claim up to

@@ -106,6 +106,10 @@ class _DeliveryDrain(Drain):
     (still leased, endpoint still enabled) and go one at a time, so exactly the 20th failure disables it.
     """
 
+    # While a slow receiver holds some slots, deliveries committed meanwhile wait for this poll of the running
+    # drain (the job they queue waits behind it): short, so another institution's lag stays near its lag alone.
+    poll_seconds = 0.1
+
     def __init__(self, on_backlog):
         super().__init__(DELIVERIES, runtime.senders(), capacity=2 * SENDER_THREADS, on_backlog=on_backlog)
         self.transport = runtime.transport()
