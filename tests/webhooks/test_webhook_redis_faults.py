@@ -12,6 +12,7 @@ import time
 from datetime import timedelta
 
 import pytest
+import redis
 import requests
 from sqlalchemy import select, update
 
@@ -256,3 +257,25 @@ def test_redis_frozen_for_20_s_under_traffic_costs_one_timeout_and_resumes_withi
     assert max(during) <= PATCH_UNDER_FREEZE_BOUND_SECONDS
     assert quantile(during, .5) <= quantile(before, .5) + 0.1  # most requests skip Redis altogether
     assert resumed <= RESUME_BOUND_SECONDS
+
+
+def test_a_drain_flag_without_its_job_does_not_hold_up_the_sweep(engine, factory, receiver, database_url,
+                                                                 own_redis):
+    """A flag left behind (its job taken by a worker killed before the drain started, or lost) is ignored by
+    the sweep, which checks that the flagged job is really queued: the delivery goes out at the next
+    maintenance pass (4 s), not when the flag's 30 s expire."""
+    institution = factory.institution()
+    configure(engine, institution, receiver, url=receiver.url("127.0.0.1"))
+    worker = start_worker(engine, receiver, database_url, redis_url=own_redis.url)
+    try:
+        emit(engine, "webhook.test", institution)
+        assert wait_until(lambda: statuses(engine, institution) == ["delivered"], RECOVERY_BOUND_SECONDS)
+        client = redis.Redis.from_url(own_redis.url)
+        client.set("karibu:webhooks:drain-queued", "a-job-that-is-not-queued", ex=30)
+        emitted = time.monotonic()
+        event_id = emit(engine, "webhook.test", institution)  # its wake-up call obeys the flag
+        assert wait_until(lambda: delivery_for(engine, event_id).status == "delivered", 30)
+        assert time.monotonic() - emitted < 10
+        client.close()
+    finally:
+        stop(worker)
