@@ -29,11 +29,14 @@ REDIS_FAULTS = prometheus_client.Counter(
     ["component"])
 
 
-def count_redis_fault(component: str) -> None:
+def count_redis_fault(component: str, *, skipped: bool = False) -> None:
+    """Count a fault; `skipped`: Redis was not even tried (a back-off), which does not prolong the back-off of
+    other components."""
     global _last_fault_at
     with _lock:
         _counts[component] += 1
-        _last_fault_at = time.monotonic()
+        if not skipped:
+            _last_fault_at = time.monotonic()
     REDIS_FAULTS.labels(component).inc()
 
 
@@ -65,9 +68,11 @@ class RedisBackoff:
         self._lock = threading.Lock()
 
     def may_try(self) -> bool:
+        """Whether to try Redis now; when not, the skip is counted as a fault ridden out (not logged)."""
         now = time.monotonic()
         with self._lock:
             if now < self._retry_at or now - _last_fault_at < self.first:
+                count_redis_fault(self.component, skipped=True)
                 return False
             if self._pause:
                 self._retry_at = now + self._pause  # this caller probes; the others skip meanwhile
