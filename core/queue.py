@@ -4,6 +4,7 @@ from __future__ import annotations
 import secrets
 from typing import TYPE_CHECKING
 
+from redis.exceptions import WatchError
 from sqlalchemy import event
 from sqlalchemy.orm import Session
 
@@ -59,8 +60,6 @@ class DrainSignal:
         """Queue a drain job unless one is already waiting; True when one was queued. With `check_queue`
         (the sweep), a flag whose job is no longer in the queue (taken by a worker killed before it started,
         or lost) does not count."""
-        from redis.exceptions import WatchError
-
         target = queue(self.queue_name)
         with redis_connection().pipeline() as pipe:
             pipe.watch(self.queued_key)

@@ -61,7 +61,7 @@ class RedisBackoff:
     process (the rate limiter's, earlier in the same request), so one request never waits for two timeouts.
     """
 
-    def __init__(self, component: str, first: float = 1.0, longest: float = 4.0):
+    def __init__(self, component: str, first: float = 1.0, longest: float = 2.0):
         self.component, self.first, self.longest = component, first, longest
         self._pause = 0.0
         self._retry_at = float("-inf")
