@@ -31,6 +31,15 @@ def enqueue(queue_name: str, function_path: str, *args, **kwargs):
     return queue(queue_name).enqueue(function_path, *args, **kwargs)
 
 
+def queue_backoff() -> RedisBackoff:
+    """The back-off of wake-up calls, one per Redis client (so per app), shared by every outbox."""
+    client = redis_connection()
+    backoff = getattr(client, "karibu_queue_backoff", None)
+    if backoff is None:
+        backoff = client.karibu_queue_backoff = RedisBackoff("queue")
+    return backoff
+
+
 class DrainSignal:
     """Wakes the workers that drain one outbox (webhook deliveries, messages).
 
@@ -48,7 +57,6 @@ class DrainSignal:
         self.queue_name, self.job, self.job_timeout = queue_name, job, job_timeout
         self.queued_key = f"karibu:{outbox}:drain-queued"
         self.queued_ttl_seconds = queued_ttl_seconds
-        self.backoff = RedisBackoff("queue")
         self._session_flag = f"karibu_{outbox}_drain_after_commit"
         event.listen(Session, "after_commit", self._on_commit)
         event.listen(Session, "after_rollback", self._on_rollback)
@@ -80,14 +88,15 @@ class DrainSignal:
     def signal_quietly(self) -> None:
         """`signal()` from the request path (or a drain): a Redis failure is recorded instead of raised, and
         Redis is left alone for a back-off period after one (the sweep wakes a worker later)."""
-        if not self.backoff.may_try():
+        backoff = queue_backoff()
+        if not backoff.may_try():
             return
         try:
             self.signal()
         except Exception as error:
-            self.backoff.failed(error)
+            backoff.failed(error)
         else:
-            self.backoff.succeeded()
+            backoff.succeeded()
 
     def started(self) -> None:
         """Called by a starting drain: commits from now on must queue another one."""

@@ -4,8 +4,8 @@
 Redis holds rate-limit counters and wakes workers; the database holds everything that matters. So when Redis
 is down or frozen, requests go on: the rate limiter counts in-process until Redis answers again, and a drain
 job that cannot be queued is left to the periodic sweep. A component on the request path that met a fault
-leaves Redis alone for a while (`RedisBackoff`), and so does every other component for a moment after any
-fault of this process: a request pays at most one timeout, even when Redis is frozen.
+leaves Redis alone for a while (`RedisBackoff`), and skips it for the rest of a request (an app context) that
+already met a fault elsewhere (the rate limiter's): a request pays at most one timeout, even when Redis is frozen.
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import time
 from collections import Counter
 
 import prometheus_client
+from flask import g, has_app_context
 
 log = logging.getLogger(__name__)
 
@@ -23,20 +24,18 @@ RATE_LIMITER_LOGGER = "flask-limiter"
 
 _counts: Counter[str] = Counter()
 _lock = threading.Lock()
-_last_fault_at = float("-inf")  # time.monotonic() of this process's last Redis fault
+_MET_IN_CONTEXT = "karibu_redis_fault_met"  # in flask.g: this request (app context) already met a fault
 REDIS_FAULTS = prometheus_client.Counter(
     "karibu_redis_faults_total", "Redis faults ridden out: rate limits counted in-process, drains left to the sweep",
     ["component"])
 
 
 def count_redis_fault(component: str, *, skipped: bool = False) -> None:
-    """Count a fault; `skipped`: Redis was not even tried (a back-off), which does not prolong the back-off of
-    other components."""
-    global _last_fault_at
+    """Count a fault; `skipped`: Redis was not even tried (a back-off)."""
     with _lock:
         _counts[component] += 1
-        if not skipped:
-            _last_fault_at = time.monotonic()
+    if not skipped and has_app_context():
+        setattr(g, _MET_IN_CONTEXT, True)
     REDIS_FAULTS.labels(component).inc()
 
 
@@ -57,8 +56,8 @@ class RedisBackoff:
 
     After a fault it skips Redis for `first` seconds, then twice as long after each further fault, up to
     `longest`; when the pause is over one caller tries (the others still skip until it has an answer), and a
-    success ends the back-off. It also skips for `first` seconds after a fault of any other component of this
-    process (the rate limiter's, earlier in the same request), so one request never waits for two timeouts.
+    success ends the back-off. It also skips in a request (an app context) that already met a fault of another
+    component (the rate limiter's), so one request never waits for two timeouts.
     """
 
     def __init__(self, component: str, first: float = 1.0, longest: float = 2.0):
@@ -71,7 +70,7 @@ class RedisBackoff:
         """Whether to try Redis now; when not, the skip is counted as a fault ridden out (not logged)."""
         now = time.monotonic()
         with self._lock:
-            if now < self._retry_at or now - _last_fault_at < self.first:
+            if now < self._retry_at or (has_app_context() and g.get(_MET_IN_CONTEXT, False)):
                 count_redis_fault(self.component, skipped=True)
                 return False
             if self._pause:
