@@ -105,7 +105,7 @@ class Settings(BaseModel):
     # often every worker runs maintenance (restart its scheduler, revive the sweep chain, sweep once); an
     # idle worker waits for jobs at most that long, so this bounds recovery after Redis loses its data.
     WEBHOOK_SWEEP_SECONDS: int = Field(default=10, ge=1)
-    WORKER_MAINTENANCE_SECONDS: int = Field(default=30, ge=1)
+    WORKER_MAINTENANCE_SECONDS: int = Field(default=4, ge=1)
     # Staff portal
     # Failed staff sign-ins per client address and email, and per client address (Flask-Limiter syntax).
     PORTAL_LOGIN_RATE_LIMIT: str = "5/minute;20/hour"

@@ -3,15 +3,19 @@
 
 Redis holds rate-limit counters and wakes workers; the database holds everything that matters. So when Redis
 is down or frozen, requests go on: the rate limiter counts in-process until Redis answers again, and a drain
-job that cannot be queued is left to the periodic sweep.
+job that cannot be queued is left to the periodic sweep. A component on the request path that met a fault
+leaves Redis alone for a while (`RedisBackoff`), and skips it for the rest of a request (an app context) that
+already met a fault elsewhere (the rate limiter's): a request pays at most one timeout, even when Redis is frozen.
 """
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import Counter
 
 import prometheus_client
+from flask import g, has_app_context
 
 log = logging.getLogger(__name__)
 
@@ -20,14 +24,18 @@ RATE_LIMITER_LOGGER = "flask-limiter"
 
 _counts: Counter[str] = Counter()
 _lock = threading.Lock()
+_MET_IN_CONTEXT = "karibu_redis_fault_met"  # in flask.g: this request (app context) already met a fault
 REDIS_FAULTS = prometheus_client.Counter(
     "karibu_redis_faults_total", "Redis faults ridden out: rate limits counted in-process, drains left to the sweep",
     ["component"])
 
 
-def count_redis_fault(component: str) -> None:
+def count_redis_fault(component: str, *, skipped: bool = False) -> None:
+    """Count a fault; `skipped`: Redis was not even tried (a back-off)."""
     with _lock:
         _counts[component] += 1
+    if not skipped and has_app_context():
+        setattr(g, _MET_IN_CONTEXT, True)
     REDIS_FAULTS.labels(component).inc()
 
 
@@ -41,6 +49,44 @@ def record_redis_fault(component: str, error: BaseException) -> None:
     """Count and log a Redis fault by class (a Redis error's text may hold a command's arguments)."""
     count_redis_fault(component)
     log.warning("Redis unavailable for %s (%s); carrying on without it", component, type(error).__name__)
+
+
+class RedisBackoff:
+    """When a component of the request path may try Redis again after a fault.
+
+    After a fault it skips Redis for `first` seconds, then twice as long after each further fault, up to
+    `longest`; when the pause is over one caller tries (the others still skip until it has an answer), and a
+    success ends the back-off. It also skips in a request (an app context) that already met a fault of another
+    component (the rate limiter's), so one request never waits for two timeouts.
+    """
+
+    def __init__(self, component: str, first: float = 1.0, longest: float = 2.0):
+        self.component, self.first, self.longest = component, first, longest
+        self._pause = 0.0
+        self._retry_at = float("-inf")
+        self._lock = threading.Lock()
+
+    def may_try(self) -> bool:
+        """Whether to try Redis now; when not, the skip is counted as a fault ridden out (not logged)."""
+        now = time.monotonic()
+        with self._lock:
+            if now < self._retry_at or (has_app_context() and g.get(_MET_IN_CONTEXT, False)):
+                count_redis_fault(self.component, skipped=True)
+                return False
+            if self._pause:
+                self._retry_at = now + self._pause  # this caller probes; the others skip meanwhile
+            return True
+
+    def succeeded(self) -> None:
+        with self._lock:
+            self._pause, self._retry_at = 0.0, float("-inf")
+
+    def failed(self, error: BaseException) -> None:
+        """Record the fault (counted and logged) and start or lengthen the pause."""
+        record_redis_fault(self.component, error)
+        with self._lock:
+            self._pause = min(self.longest, self._pause * 2 if self._pause else self.first)
+            self._retry_at = time.monotonic() + self._pause
 
 
 class _CountRateLimiterFaults(logging.Filter):

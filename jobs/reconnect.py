@@ -1,7 +1,10 @@
 """Waiting out a Redis or database outage in a worker: capped exponential back-off with jitter.
 
-Each failed attempt is one log line (no stack trace) and one increment of
-`karibu_worker_connection_failures_total{dependency}`, so an outage of any length is visible and cheap.
+The probe is cheap (a PING, a `SELECT 1`), so it runs often: 0.5 s doubling to 2.5 s, and deliveries resume
+within a few seconds of the server returning. Every failed probe increments
+`karibu_worker_connection_failures_total{dependency}`; the log says when the outage began, every 30 s while it
+lasts, and when it ended (one line each, no stack trace). When the server is back, the worker sweeps at once:
+due deliveries and messages whose jobs were lost with Redis, or failed with the database, are queued again.
 """
 from __future__ import annotations
 
@@ -14,17 +17,19 @@ from redis.exceptions import RedisError
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
-from core.db import db, redis_connection
+from core.db import db, discard_session, redis_connection
 from core.metrics import WORKER_CONNECTION_FAILURES
 
 log = logging.getLogger(__name__)
 
 FIRST_DELAY_SECONDS = 0.5
-MAX_DELAY_SECONDS = 15.0
+MAX_DELAY_SECONDS = 2.5
+# While an outage lasts, one log line this often (each probe is still counted in the metrics).
+LOG_EVERY_SECONDS = 30.0
 
 
 class Backoff:
-    """0.5 s doubling to 15 s; each pause is drawn between half and all of the current step (jitter, so
+    """0.5 s doubling to 2.5 s; each pause is drawn between half and all of the current step (jitter, so
     workers restarted together do not hammer a returning server in step)."""
 
     def __init__(self, first: float = FIRST_DELAY_SECONDS, cap: float = MAX_DELAY_SECONDS):
@@ -40,27 +45,59 @@ class Backoff:
         return pause
 
 
-def wait_until_reachable(dependency: str, attempt: Callable[[], None], errors: tuple) -> None:
-    """Call `attempt` until it raises none of `errors`, pausing with back-off in between."""
+def wait_until_reachable(dependency: str, attempt: Callable[[], None], errors: tuple,
+                         on_return: Callable[[], None] | None = None) -> None:
+    """Call `attempt` until it raises none of `errors`, pausing with back-off in between; after an outage,
+    call `on_return` once the dependency answers again."""
     backoff = Backoff()
+    began = logged = None
+    failures = 0
     while True:
         try:
             attempt()
-            return
         except errors as error:
-            pause = backoff.next_pause()
+            failures += 1
+            now = time.monotonic()
             WORKER_CONNECTION_FAILURES.labels(dependency=dependency).inc()
-            log.warning("worker: %s unreachable (%s: %s); trying again in %.1f s", dependency,
-                        type(error).__name__, str(error).splitlines()[0] if str(error) else "", pause)
-            time.sleep(pause)
+            if began is None or now - logged >= LOG_EVERY_SECONDS:
+                log.warning("worker: %s unreachable (%s: %s)%s; trying again every %.1f s at most", dependency,
+                            type(error).__name__, str(error).splitlines()[0] if str(error) else "",
+                            f" for {now - began:.0f} s" if began is not None else "", backoff.cap)
+                logged = now
+            began = now if began is None else began
+            time.sleep(backoff.next_pause())
+            continue
+        if began is not None:
+            log.warning("worker: %s reachable again after %.1f s (%d failed probes)", dependency,
+                        time.monotonic() - began, failures)
+            if on_return is not None:
+                on_return()
+        return
 
 
 def wait_for_redis() -> None:
-    wait_until_reachable("redis", lambda: redis_connection().ping(), (RedisError,))
+    wait_until_reachable("redis", lambda: redis_connection().ping(), (RedisError,), sweep_now)
 
 
 def wait_for_database() -> None:
-    wait_until_reachable("database", _select_one, (SQLAlchemyError,))
+    wait_until_reachable("database", _select_one, (SQLAlchemyError,), sweep_now)
+
+
+def sweep_now() -> None:
+    """Queue a drain for what is due (its job may have been lost in the outage); errors are logged only (the
+    periodic sweep tries again)."""
+    # imported here: the web app loads this module (the `worker` command) but never the outboxes' senders
+    from core.messages.sweep import sweep_due_messages
+    from core.webhooks.sweep import sweep_due_deliveries
+
+    try:
+        sweep_due_deliveries()
+        sweep_due_messages()
+    except Exception as error:
+        log.warning("worker: sweep after reconnecting failed (%s); the periodic sweep will try again",
+                    type(error).__name__)
+    finally:
+        discard_session()
 
 
 def _select_one() -> None:

@@ -10,6 +10,7 @@ import io
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from markupsafe import escape
 from PIL import Image
@@ -308,6 +309,7 @@ def _row(message_id: str, decision: Decision, channel: str, recipient: str, lang
 _drain = DrainSignal("messages", QUEUE_NAME, DRAIN_JOB)
 drain_after_commit = _drain.after_commit
 signal_drain = _drain.signal
+signal_from_sweep = partial(_drain.signal, check_queue=True)  # a stale flag does not stop it
 drain_started = _drain.started
 
 

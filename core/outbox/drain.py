@@ -65,6 +65,10 @@ class Drain(ABC):
     """
 
     whole_batches = False
+    # Set by a kind's `lease_due` when it left due rows aside on purpose (a recipient's share is taken): the
+    # drain then claims again as soon as an attempt finishes instead of concluding that nothing is due.
+    passed_over = False
+    poll_seconds = POLL_SECONDS
 
     def __init__(self, outbox: Outbox, senders: Executor, capacity: int,
                  on_backlog: Callable[[], None] | None = None):
@@ -105,6 +109,11 @@ class Drain(ABC):
         """Held rows to check again (`still_ours`) and start in this turn."""
         return list(self.held)
 
+    def lease_due(self, now: datetime, limit: int) -> list[str]:
+        """Lease up to `limit` due rows under this drain's token (in the turn's transaction), oldest first; a
+        kind may pick them otherwise (e.g. fairly across recipients, setting `passed_over`)."""
+        return lease(self.outbox, now, limit, self.token)
+
     def still_ours(self, rows: list[Claimed]) -> set[str]:
         """Ids of those whose lease this drain still holds."""
         model = self.outbox.model
@@ -127,15 +136,16 @@ class Drain(ABC):
         while True:
             claiming = time.monotonic() - started < time_budget
             free = self.capacity - self.busy - len(self.held) if claiming else 0
-            if nothing_due_since is not None and time.monotonic() - nothing_due_since < POLL_SECONDS:
+            if nothing_due_since is not None and time.monotonic() - nothing_due_since < self.poll_seconds:
                 free = 0  # nothing was due a moment ago: look again only after a short pause
             resumed, claimed, leased = self._turn(done, free)
             if free > 0:
-                if leased < free:
+                if leased < free and not self.passed_over:
                     nothing_due_since = time.monotonic()
                 else:
                     nothing_due_since = None
-                    self._wake_another()
+                    if leased >= free:
+                        self._wake_another()
             for row in resumed:
                 self._start(row)
             for row in claimed:
@@ -155,7 +165,7 @@ class Drain(ABC):
                 done = self._collect_all()
             else:
                 # while claiming, wake up now and then to fill free threads with rows that came due
-                done = self._collect(timeout=POLL_SECONDS if claiming else None)
+                done = self._collect(timeout=self.poll_seconds if claiming else None)
 
     def _turn(self, done: list[Sent], free: int) -> tuple[list[Claimed], list[Claimed], int]:
         """One transaction: record the finished attempts, check the held rows that may go now, claim up to
@@ -167,7 +177,7 @@ class Drain(ABC):
         ready = self.resumable()
         ours = self.still_ours(ready) if ready else set()
         now = self.outbox.now()
-        ids = lease(self.outbox, now, free, self.token) if free > 0 else []
+        ids = self.lease_due(now, free) if free > 0 else []
         claimed = self.load(ids, now + self.outbox.lease) if ids else []
         db.session.commit()
         self.committed(done, statuses)

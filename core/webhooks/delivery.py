@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import case, func, insert, select, update
 
 from core.db import db
 from core.events.emission import event_body
@@ -33,6 +33,9 @@ from core.webhooks.transport import DEADLINE_SECONDS, AttemptOutcome
 CLAIM_BATCH = SENDER_THREADS
 # The lease outlasts a claimed attempt's wait behind 10 s attempts plus its own 10 s, many times over.
 LEASE = timedelta(seconds=DEADLINE_SECONDS * (CLAIM_BATCH + 4))
+# No endpoint holds more than this many of a drain's sender slots (in flight or held behind them), so a slow
+# receiver takes at most a quarter of a worker's slots and every other endpoint keeps the rest.
+ENDPOINT_SLOTS = max(2, SENDER_THREADS // 4)
 # A drain stops claiming after this long (it still finishes what it sent), so one job never runs for ever.
 DRAIN_TIME_BUDGET = 20.0
 EPOCH = datetime(1970, 1, 1)
@@ -103,6 +106,10 @@ class _DeliveryDrain(Drain):
     (still leased, endpoint still enabled) and go one at a time, so exactly the 20th failure disables it.
     """
 
+    # While a slow receiver holds some slots, deliveries committed meanwhile wait for this poll of the running
+    # drain (the job they queue waits behind it): short, so another institution's lag stays near its lag alone.
+    poll_seconds = 0.1
+
     def __init__(self, on_backlog):
         super().__init__(DELIVERIES, runtime.senders(), capacity=2 * SENDER_THREADS, on_backlog=on_backlog)
         self.transport = runtime.transport()
@@ -161,14 +168,30 @@ class _DeliveryDrain(Drain):
     def group_of(self, attempt: PreparedAttempt) -> str:
         return attempt.endpoint_id
 
+    def lease_due(self, now: datetime, limit: int) -> list[str]:
+        """Lease due deliveries fairly across endpoints: each endpoint's oldest first, one endpoint after
+        another (its oldest, then every endpoint's second oldest …), none beyond ENDPOINT_SLOTS of this drain
+        (counting those it already sends or holds)."""
+        taken: dict[str, int] = dict(self.in_flight)
+        for held in self.held:
+            taken[held.endpoint_id] = taken.get(held.endpoint_id, 0) + 1
+        leased = lease_fairly(now, limit, self.token, taken)
+        for _, endpoint_id in leased:
+            taken[endpoint_id] = taken.get(endpoint_id, 0) + 1
+        # an endpoint whose share is now taken may have more due: claim again as soon as a slot frees
+        self.passed_over = len(leased) < limit and any(count >= ENDPOINT_SLOTS for count in taken.values())
+        return [delivery_id for delivery_id, _ in leased]
+
     def may_start(self, attempt: PreparedAttempt) -> bool:
         known = self.failures.get(attempt.endpoint_id, 0)
-        return (known + self.in_flight.get(attempt.endpoint_id, 0) < DISABLE_AFTER_CONSECUTIVE_FAILURES
+        in_flight = self.in_flight.get(attempt.endpoint_id, 0)
+        return (in_flight < ENDPOINT_SLOTS and known + in_flight < DISABLE_AFTER_CONSECUTIVE_FAILURES
                 and not any(held.endpoint_id == attempt.endpoint_id for held in self.held))
 
     def resumable(self) -> list[PreparedAttempt]:
-        """Held attempts that may start now, oldest first per endpoint. With nothing in flight for its
-        endpoint, an endpoint's oldest held attempt is always checked again (the check decides)."""
+        """Held attempts that may start now, oldest first per endpoint, while their endpoint has a free slot.
+        With nothing in flight for its endpoint, an endpoint's oldest held attempt is always checked again (the
+        check decides)."""
         ready: list[PreparedAttempt] = []
         blocked: set[str] = set()
         for attempt in self.held:
@@ -176,7 +199,8 @@ class _DeliveryDrain(Drain):
             if endpoint in blocked:
                 continue
             in_flight = self.in_flight.get(endpoint, 0) + sum(1 for other in ready if other.endpoint_id == endpoint)
-            if not in_flight or self.failures.get(endpoint, 0) + in_flight < DISABLE_AFTER_CONSECUTIVE_FAILURES:
+            if in_flight < ENDPOINT_SLOTS and (
+                    not in_flight or self.failures.get(endpoint, 0) + in_flight < DISABLE_AFTER_CONSECUTIVE_FAILURES):
                 ready.append(attempt)
             else:
                 blocked.add(endpoint)  # its later attempts wait their turn
@@ -246,6 +270,51 @@ def drain_due_deliveries(time_budget: float = DRAIN_TIME_BUDGET,
     due or the time budget is spent. `on_backlog` is called (once) when more is due than this drain can
     start at once."""
     return _DeliveryDrain(on_backlog).run(time_budget)
+
+
+def lease_fairly(now: datetime, limit: int, token: str, taken: dict[str, int]) -> list[tuple[str, str]]:
+    """Lease up to `limit` due deliveries in the current transaction, each endpoint's oldest in turn and at most
+    ENDPOINT_SLOTS per endpoint counting the `taken` ones (per endpoint id); returns (id, endpoint id) pairs.
+
+    Each due delivery is ranked within its endpoint (a window function, on PostgreSQL and SQLite alike); the
+    candidates are taken by rank, then age, so a long backlog of one endpoint never hides another endpoint's
+    deliveries. On PostgreSQL the candidates are locked with SKIP LOCKED (another worker's claim in progress
+    is passed over, not waited for), and the UPDATE checks each row again once locked, so two workers can never
+    lease the same delivery.
+    """
+    model = WebhookDelivery
+    due = DELIVERIES.due(now)
+    full = [endpoint for endpoint, count in taken.items() if count >= ENDPOINT_SLOTS]
+    ranked = (
+        select(model.id, model.endpoint_id, model.next_attempt_at,
+               func.row_number().over(partition_by=model.endpoint_id,
+                                      order_by=(model.next_attempt_at, model.id)).label("place"))
+        .where(*due, model.endpoint_id.not_in(full))
+        .subquery("ranked")
+    )
+    already = {endpoint: count for endpoint, count in taken.items() if 0 < count < ENDPOINT_SLOTS}
+    share = ENDPOINT_SLOTS - (case(already, value=ranked.c.endpoint_id, else_=0) if already else 0)
+    candidates = (
+        select(ranked.c.id, ranked.c.place, ranked.c.next_attempt_at)
+        .where(ranked.c.place <= share)
+        .order_by(ranked.c.place, ranked.c.next_attempt_at, ranked.c.id)
+        .limit(limit)
+        .cte("candidates")
+    )
+    picked = (
+        select(model.id)
+        .join(candidates, candidates.c.id == model.id)
+        .where(*due)
+        .with_for_update(skip_locked=True, of=model)
+        .cte("picked")
+        .prefix_with("MATERIALIZED", dialect="postgresql")
+    )
+    return [tuple(row) for row in db.session.execute(
+        update(model)
+        .where(model.id == picked.c.id, *due)
+        .values(lease_token=token, lease_expires_at=now + LEASE)
+        .returning(model.id, model.endpoint_id)
+    )]
 
 
 def unix_seconds(naive_utc: datetime) -> int:

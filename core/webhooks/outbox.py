@@ -10,6 +10,8 @@ finds the due deliveries in the database and wakes a worker again.
 
 from __future__ import annotations
 
+from functools import partial
+
 from sqlalchemy import event as sa_event
 from sqlalchemy.orm import Session
 
@@ -74,6 +76,7 @@ def _endpoint_in_this_transaction(institution_id: str):
 _drain = DrainSignal("webhooks", QUEUE_NAME, DRAIN_JOB)
 drain_after_commit = _drain.after_commit
 signal_drain = _drain.signal
+signal_from_sweep = partial(_drain.signal, check_queue=True)  # a stale flag does not stop it
 wake_another_drain = _drain.signal_quietly
 drain_started = _drain.started
 
