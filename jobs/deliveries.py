@@ -4,12 +4,34 @@ from __future__ import annotations
 
 from core.webhooks.delivery import drain_due_deliveries
 from core.webhooks.outbox import drain_started, signal_drain, wake_another_drain
+from core.redis_faults import record_redis_fault
+from jobs import lanes
+
+LANE = "webhooks"
 
 
 def drain() -> int:
-    """Returns how many attempts were made; queues a follow-up drain when its time budget ran out."""
+    """Wakes this worker's webhook lane (jobs/lanes.py); where there is none, drains here and returns how many
+    attempts were made, queueing a follow-up drain when its time budget ran out."""
+    if lanes.wake(LANE):
+        return 0
     drain_started()
     result = drain_due_deliveries(on_backlog=wake_another_drain)
     if result.more_due:
         signal_drain()
     return len(result.attempts)
+
+
+def drain_in_lane() -> bool:
+    """One drain of the webhook lane; True when deliveries are still due (the lane drains again at once; a
+    backlog already woke another worker)."""
+    _started()
+    return drain_due_deliveries(on_backlog=wake_another_drain).more_due
+
+
+def _started() -> None:
+    """`drain_started`, with a Redis failure recorded instead of raised: the lane drains without Redis."""
+    try:
+        drain_started()
+    except Exception as error:
+        record_redis_fault("queue", error)
