@@ -47,8 +47,9 @@ log = logging.getLogger(__name__)
 
 # What `claim_due` leases at most by default.
 CLAIM_BATCH = 50
-# Renewed every third of it while the drain works: after a crash its messages are free again this soon.
-LEASE = timedelta(seconds=50)
+# Renewed every fifth of it while the drain works (so over 33 s are always left, more than the two
+# MAIL_TIMEOUTs a send needs): after a crash its messages are free again this soon.
+LEASE = timedelta(seconds=45)
 # SMTP connections (and sender threads) of one worker: the round trips of one overlap the others' work.
 SENDER_CONNECTIONS = 4
 # A drain holds this many claimed messages at most: one being sent per connection and one waiting behind it.

@@ -4,7 +4,7 @@ A drain is a pipeline, not a series of batches: each sender thread takes the nex
 previous attempt finishes, so a slow recipient holds one thread, never the others. One transaction per turn of
 the loop records what finished since the last turn and leases as many due rows as there is room for (both
 committed without waiting for the disk), so each attempt is recorded a moment after it ends. The leases of the
-rows a drain holds are renewed while it works (every third of the lease), so a lease can be short: a killed
+rows a drain holds are renewed while it works (every fifth of the lease), so a lease can be short: a killed
 worker's rows are free again within one lease. A kind of outbox subclasses `Drain` and says what a claimed row
 is (`load`), how it is sent (`send`) and what an answer means (`answer`); it may hold some rows back for a while
 (`may_start`, `resumable`, `still_ours`), and name the transport a row goes through (`circuit_of`) and which
@@ -177,14 +177,14 @@ class Drain(ABC):
                 continue
             # while claiming, wake up now and then to fill free threads with rows that came due; always in time
             # to renew the leases
-            done = self._collect(timeout=POLL_SECONDS if claiming else self.outbox.lease.total_seconds() / 6)
+            done = self._collect(timeout=POLL_SECONDS if claiming else self.outbox.lease.total_seconds() / 20)
 
     def _turn(self, done: list[Sent], free: int) -> tuple[list[Claimed], list[Claimed], int]:
         """One transaction: record the finished attempts, check the held rows that may go now, renew the leases
-        when a third of the lease has passed, claim up to `free` due rows. Returns (held rows to start, newly
+        when a fifth of the lease has passed, claim up to `free` due rows. Returns (held rows to start, newly
         claimed ones, how many were leased)."""
         now = self.outbox.now()
-        renew = bool(self.mine) and now >= self.lease_expires - self.outbox.lease * 2 / 3
+        renew = bool(self.mine) and now >= self.lease_expires - self.outbox.lease * 4 / 5
         if not done and free <= 0 and not self.held and not renew:
             return [], [], 0
         without_waiting_for_disk()
