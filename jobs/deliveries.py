@@ -2,9 +2,9 @@
 sweep, and by a drain that found a backlog, so every idle worker joins in)."""
 from __future__ import annotations
 
+from core.redis_faults import record_redis_fault
 from core.webhooks.delivery import drain_due_deliveries
 from core.webhooks.outbox import drain_started, signal_drain, wake_another_drain
-from core.redis_faults import record_redis_fault
 from jobs import lanes
 
 LANE = "webhooks"

@@ -29,9 +29,12 @@ GO, PROBE, DEFER = "go", "probe", "defer"
 
 @dataclass(frozen=True)
 class Deferred:
-    """A row put back without counting an attempt: due again at `until`; `error` says why (for staff)."""
+    """A row put back without counting an attempt: due again at `until`; `error` says why (for staff).
+    `found_down`: its attempt opened the circuit or was a failed probe (the kind may count that against the
+    transport, e.g. a webhook endpoint's consecutive failures)."""
     until: datetime
     error: str | None
+    found_down: bool = False
 
 
 def probe_interval(low: float, high: float) -> timedelta:
@@ -85,10 +88,12 @@ class Circuit:
             self.open_until, self.error, self.probing = None, None, False
             self._changed.notify_all()
 
-    def down(self, now: datetime, error: str, pause: timedelta) -> datetime:
+    def down(self, now: datetime, error: str, pause: timedelta) -> tuple[datetime, bool]:
         """The transport did not answer: (re)open until the next probe, `pause` from now unless a probe time
-        is already set ahead; returns the probe time."""
+        is already set ahead. Returns (the probe time, whether this failure opened the circuit or was a failed
+        probe, as opposed to one more attempt that was already under way)."""
         with self._changed:
+            finding = self.open_until is None or self.probing
             if self.open_until is None:
                 OUTBOX_CIRCUITS_OPENED.labels(self.kind).inc()
                 OUTBOX_CIRCUITS_OPEN.labels(self.kind).inc()
@@ -96,7 +101,7 @@ class Circuit:
                 self.open_until = now + pause
             self.error, self.probing = error, False
             self._changed.notify_all()
-            return self.open_until
+            return self.open_until, finding
 
 
 class Circuits:

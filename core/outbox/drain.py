@@ -138,6 +138,10 @@ class Drain(ABC):
         """The kind's own columns to record on a deferred row (e.g. the error staff see)."""
         return {}
 
+    def found_down(self, rows: list[Claimed]) -> None:
+        """In the turn's transaction, after the deferrals: rows whose attempt opened their circuit or was a
+        failed probe (`Deferred.found_down`)."""
+
     # --- the engine ---------------------------------------------------------------------------------------
 
     @property
@@ -193,6 +197,7 @@ class Drain(ABC):
         statuses = self.record(attempts) if attempts else {}
         if deferred:
             self._defer(deferred)
+            self.found_down([row for row, _, outcome in deferred if outcome.found_down])
         self.mine.difference_update(row.id for row, _, _ in done)
         ready = self.resumable()
         ours = self.still_ours(ready) if ready else set()
@@ -297,8 +302,8 @@ class Drain(ABC):
             attempted_at, outcome = self.send(row)
             error = None if outcome is None else self.transport_failure(outcome)
             if error is not None:
-                return row, attempted_at, Deferred(
-                    circuit.down(self.outbox.now(), error, probe_interval(*self.probe_seconds)), error)
+                until, found_down = circuit.down(self.outbox.now(), error, probe_interval(*self.probe_seconds))
+                return row, attempted_at, Deferred(until, error, found_down)
             if outcome is not None:
                 circuit.answered()
             return row, attempted_at, outcome

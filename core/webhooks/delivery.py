@@ -171,6 +171,20 @@ class _DeliveryDrain(Drain):
     def deferred_columns(self, deferred: Deferred) -> dict:
         return {"last_error_class": "connection"}
 
+    def found_down(self, attempts: list[PreparedAttempt]) -> None:
+        """The receiver was found down (the circuit opened, or a probe failed): one failure of the endpoint
+        each, so an endpoint down for good is still disabled at the threshold (about 20 probes, 5–10 minutes),
+        while its deliveries keep their attempts."""
+        endpoints = WebhookEndpoint.__table__
+        for attempt in attempts:
+            total = self.failures[attempt.endpoint_id] = db.session.execute(
+                update(endpoints).where(endpoints.c.id == attempt.endpoint_id)
+                .values(consecutive_failures=endpoints.c.consecutive_failures + 1)
+                .returning(endpoints.c.consecutive_failures)
+            ).scalar_one()
+            if total >= DISABLE_AFTER_CONSECUTIVE_FAILURES:
+                disable_endpoint_after_failures(attempt.endpoint_id, runtime.clock.now())
+
     def group_of(self, attempt: PreparedAttempt) -> str:
         return attempt.endpoint_id
 
