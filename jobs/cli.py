@@ -28,8 +28,11 @@ LANE_STOP_SECONDS = 40.0
 @click.option("--queues", default=",".join(QUEUE_NAMES), show_default=True,
               help="Comma-separated queue names, in priority order.")
 @click.option("--burst", is_flag=True, help="Exit when the queues are empty (for tests and scripts).")
+@click.option("--lanes/--no-lanes", default=True, show_default=True,
+              help="Drain webhooks and messages on lanes of their own; --no-lanes runs each drain as an RQ job "
+                   "(one at a time, under RQ's job timeout).")
 @with_appcontext
-def worker_command(queues: str, burst: bool) -> None:
+def worker_command(queues: str, burst: bool, lanes: bool) -> None:
     """Run an RQ worker (with the scheduler) for Karibu's queues; it keeps the webhook sweep going. Webhook
     deliveries and messages drain on lanes of their own (jobs/lanes.py), beside the jobs RQ runs.
 
@@ -50,7 +53,7 @@ def worker_command(queues: str, burst: bool) -> None:
     names = [name.strip() for name in queues.split(",") if name.strip()]
     drains = {deliveries.LANE: deliveries.drain_in_lane, messages.LANE: messages.drain_in_lane}
     start_lanes(current_app._get_current_object(),
-                {name: drain for name, drain in drains.items() if name in names})
+                {name: drain for name, drain in drains.items() if lanes and name in names})
     try:
         _work(names, burst, config)
     finally:
