@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from core.redis_faults import record_redis_fault
 from core.webhooks.delivery import drain_due_deliveries
-from core.webhooks.outbox import drain_started, signal_drain, wake_another_drain
+from core.webhooks.outbox import DRAIN_JOB, QUEUE_NAME, drain_started, signal_drain, wake_another_drain
 from jobs import lanes
 
 LANE = "webhooks"
 
 
-def drain() -> int:
+def drain(hops: int = 0) -> int:
     """Wakes this worker's webhook lane (jobs/lanes.py); where there is none, drains here and returns how many
-    attempts were made, queueing a follow-up drain when its time budget ran out."""
-    if lanes.wake(LANE):
+    attempts were made, queueing a follow-up drain when its time budget ran out. `hops`: how many workers
+    passed this wake-up on already."""
+    if lanes.wake(LANE, QUEUE_NAME, DRAIN_JOB, hops):
         return 0
     drain_started()
     result = drain_due_deliveries(on_backlog=wake_another_drain)

@@ -5,7 +5,9 @@ minute behind webhook drains for a slow receiver, webhooks waited behind email d
 (`flask worker`), a drain job only wakes its kind's lane and returns at once; the lane drains with its own
 sender threads and connections (16 webhook slots, 4 SMTP connections), so the two kinds never share capacity
 and neither waits for the other. A lane woken while it drains drains again once done, and drains again at once
-when its time budget ran out with rows still due. Where no lane runs (a plain `rq worker`, tests running jobs
+when its time budget ran out with rows still due. A drain job that finds its lane already draining passes the
+wake-up on to another worker (at most PASS_ON_HOPS times), so a backlog is still shared by every idle worker:
+RQ hands a job to the worker that has waited longest. Where no lane runs (a plain `rq worker`, tests running jobs
 in their own process), the job drains itself, as before.
 """
 from __future__ import annotations
@@ -18,9 +20,12 @@ from collections.abc import Callable
 from flask import Flask
 
 from core.db import discard_session
+from core.queue import enqueue
 
 log = logging.getLogger(__name__)
 
+# How many times a wake-up goes on to another worker while the lanes it reaches are all draining already.
+PASS_ON_HOPS = 2
 # After a drain failed (e.g. the database went away), the lane waits this long before it drains again.
 PAUSE_AFTER_FAILURE_SECONDS = 1.0
 
@@ -34,6 +39,7 @@ class Lane:
         self.name, self._drain, self._app = name, drain, app
         self._woken = threading.Event()
         self._stopping = False
+        self.draining = False
         self._thread = threading.Thread(target=self._run, name=f"{name}-lane", daemon=True)
 
     def start(self) -> None:
@@ -54,7 +60,11 @@ class Lane:
             if not more_due:
                 self._woken.wait()
                 self._woken.clear()
-            more_due = self._drain_once()
+            self.draining = True
+            try:
+                more_due = self._drain_once()
+            finally:
+                self.draining = False
             if self._stopping and not self._woken.is_set():
                 return
 
@@ -82,10 +92,15 @@ def stop_lanes(timeout: float) -> None:
         _lanes.pop(name).stop(timeout)
 
 
-def wake(name: str) -> bool:
-    """Wake this process's lane `name`; False when there is none (the caller drains itself)."""
+def wake(name: str, queue_name: str, job: str, hops: int) -> bool:
+    """Wake this process's lane `name`; when it is draining already, queue the job again (`hops` + 1) for
+    another worker unless it went round PASS_ON_HOPS times. False when this process has no such lane (the
+    caller drains itself)."""
     lane = _lanes.get(name)
     if lane is None:
         return False
+    busy = lane.draining
     lane.wake()
+    if busy and hops < PASS_ON_HOPS:
+        enqueue(queue_name, job, hops + 1, result_ttl=0, failure_ttl=86400)
     return True

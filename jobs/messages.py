@@ -2,17 +2,18 @@
 from __future__ import annotations
 
 from core.messages.delivery import drain_due_messages
-from core.messages.outbox import drain_started, signal_drain
+from core.messages.outbox import DRAIN_JOB, QUEUE_NAME, drain_started, signal_drain
 from core.redis_faults import record_redis_fault
 from jobs import lanes
 
 LANE = "messages"
 
 
-def drain() -> int:
+def drain(hops: int = 0) -> int:
     """Wakes this worker's message lane (jobs/lanes.py); where there is none, drains here and returns how many
-    attempts were made, queueing a follow-up drain when its time budget ran out."""
-    if lanes.wake(LANE):
+    attempts were made, queueing a follow-up drain when its time budget ran out. `hops`: how many workers
+    passed this wake-up on already."""
+    if lanes.wake(LANE, QUEUE_NAME, DRAIN_JOB, hops):
         return 0
     drain_started()
     result = drain_due_messages()
