@@ -1,7 +1,8 @@
 """Circuits: a transport that is down for every row (SMTP server, SMS gateway, one webhook endpoint) is not a
 failure of each row.
 
-A failure that says nothing about the row itself (connection refused, a timeout, SMTP 421…) opens the circuit
+A failure that says nothing about the row itself (the kind decides: `Drain.transport_failure`; e.g. an SMTP
+connection refused or timed out, SMTP 421, a webhook receiver refusing connections) opens the circuit
 of its transport: the row is put back with its attempts untouched, due again when the circuit next probes, and
 the rows that would go through that transport are deferred to that time without being attempted. Once the
 probe time has come, one attempt goes first (the probe); while it runs the other rows of that circuit wait for
