@@ -133,6 +133,9 @@ class _MessageDrain(Drain):
     """The pipeline of core/outbox with one rule more: `gate` is held from an email's DATA step until its
     outcome is committed, so at most one accepted email of this worker is ever unrecorded."""
 
+    # one claim per few emails (each claim is a statement more in the turn that the next DATA step waits for)
+    claim_at_least = SENDER_CONNECTIONS
+
     def __init__(self, senders: ThreadPoolExecutor, transports: Transports):
         super().__init__(MESSAGES, senders, capacity=CAPACITY)
         self.transports = transports

@@ -71,6 +71,9 @@ class Drain(ABC):
     the earliest lease this drain holds lapses unless renewed (a kind checks it before it starts a send).
     """
 
+    # A busy drain claims only once this many rows can be claimed (1: as soon as a row finishes).
+    claim_at_least = 1
+
     def __init__(self, outbox: Outbox, senders: Executor, capacity: int,
                  on_backlog: Callable[[], None] | None = None):
         self.outbox = outbox
@@ -157,6 +160,8 @@ class Drain(ABC):
             free = self.capacity - self.busy - len(self.held) if claiming else 0
             if nothing_due_since is not None and time.monotonic() - nothing_due_since < POLL_SECONDS:
                 free = 0  # nothing was due a moment ago: look again only after a short pause
+            if 0 < free < self.claim_at_least and self.busy:
+                free = 0  # claim in small groups, not one row per finished attempt
             resumed, claimed, leased = self._turn(done, free)
             if free > 0:
                 if leased < free:
