@@ -106,6 +106,10 @@ class Settings(BaseModel):
     # idle worker waits for jobs at most that long, so this bounds recovery after Redis loses its data.
     WEBHOOK_SWEEP_SECONDS: int = Field(default=10, ge=1)
     WORKER_MAINTENANCE_SECONDS: int = Field(default=4, ge=1)
+    # A transport found down (SMTP server, SMS gateway, one webhook endpoint) is probed again after a random
+    # pause between these two (seconds); its rows wait without using their own retries (core/outbox/circuit.py).
+    OUTBOX_PROBE_MIN_SECONDS: float = Field(default=15.0, gt=0)
+    OUTBOX_PROBE_MAX_SECONDS: float = Field(default=30.0, gt=0)
     # Staff portal
     # Failed staff sign-ins per client address and email, and per client address (Flask-Limiter syntax).
     PORTAL_LOGIN_RATE_LIMIT: str = "5/minute;20/hour"

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from sqlalchemy import func, select
 
@@ -123,3 +123,13 @@ class DatabaseCollector:
                 family.add_metric([str(v) for v in label_values], float(value or 0))
             yield family
         db.session.commit()  # end the read transaction: a scrape never holds a snapshot open
+
+
+# Outbox circuits (core/outbox/circuit.py), per transport kind: smtp, sms, webhook (incremented by the worker)
+OUTBOX_CIRCUITS_OPEN = Gauge("karibu_outbox_circuits_open",
+                             "Transports (SMTP server, SMS gateway, webhook endpoints) found down and probed",
+                             ["kind"], multiprocess_mode="livesum")
+OUTBOX_CIRCUITS_OPENED = Counter("karibu_outbox_circuits_opened_total",
+                                 "Times a transport was found down (its circuit opened)", ["kind"])
+OUTBOX_DEFERRED = Counter("karibu_outbox_deferred_total",
+                          "Rows put back without counting an attempt because their transport was down", ["kind"])

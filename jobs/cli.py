@@ -5,6 +5,7 @@ import logging
 import time
 
 import click
+from flask import current_app
 from flask.cli import with_appcontext
 from prometheus_client import start_http_server
 from redis.exceptions import RedisError
@@ -18,15 +19,22 @@ log = logging.getLogger(__name__)
 
 # A worker loop that ran at least this long before it ended starts again after the shortest pause.
 STEADY_RUN_SECONDS = 60.0
+# On shutdown, how long the drain lanes may take to finish what they are sending (a drain's time budget and its
+# last sends).
+LANE_STOP_SECONDS = 40.0
 
 
 @click.command("worker")
 @click.option("--queues", default=",".join(QUEUE_NAMES), show_default=True,
               help="Comma-separated queue names, in priority order.")
 @click.option("--burst", is_flag=True, help="Exit when the queues are empty (for tests and scripts).")
+@click.option("--lanes/--no-lanes", default=True, show_default=True,
+              help="Drain webhooks and messages on lanes of their own; --no-lanes runs each drain as an RQ job "
+                   "(one at a time, under RQ's job timeout).")
 @with_appcontext
-def worker_command(queues: str, burst: bool) -> None:
-    """Run an RQ worker (with the scheduler) for Karibu's queues; it keeps the webhook sweep going.
+def worker_command(queues: str, burst: bool, lanes: bool) -> None:
+    """Run an RQ worker (with the scheduler) for Karibu's queues; it keeps the webhook sweep going. Webhook
+    deliveries and messages drain on lanes of their own (jobs/lanes.py), beside the jobs RQ runs.
 
     The process outlives Redis and database outages of any length: it waits for both (capped back-off,
     logged, counted in `karibu_worker_connection_failures_total`) before it starts a worker, an idle worker
@@ -38,9 +46,23 @@ def worker_command(queues: str, burst: bool) -> None:
     if config.WORKER_METRICS_PORT:
         # This process's counters (webhook attempts and latency…) for Prometheus, on a thread of its own.
         start_http_server(config.WORKER_METRICS_PORT, addr=config.WORKER_METRICS_ADDRESS)
-    from jobs.sweeps import SweepingWorker  # RQ's worker (and every job module) only in worker processes
+    # RQ's worker (and every job module) only in worker processes
+    from jobs import deliveries, messages
+    from jobs.lanes import start_lanes, stop_lanes
 
     names = [name.strip() for name in queues.split(",") if name.strip()]
+    drains = {deliveries.LANE: deliveries.drain_in_lane, messages.LANE: messages.drain_in_lane}
+    start_lanes(current_app._get_current_object(),
+                {name: drain for name, drain in drains.items() if lanes and name in names})
+    try:
+        _work(names, burst, config)
+    finally:
+        stop_lanes(timeout=LANE_STOP_SECONDS)
+
+
+def _work(names: list[str], burst: bool, config) -> None:
+    from jobs.sweeps import SweepingWorker
+
     backoff = Backoff()
     while True:
         wait_for_redis()

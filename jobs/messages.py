@@ -2,13 +2,42 @@
 from __future__ import annotations
 
 from core.messages.delivery import drain_due_messages
-from core.messages.outbox import drain_started, signal_drain
+from core.messages.outbox import DRAIN_JOB, QUEUE_NAME, drain_started, signal_drain
+from core.redis_faults import record_redis_fault
+from jobs import lanes
+
+LANE = "messages"
 
 
-def drain() -> int:
-    """Returns how many attempts were made; queues a follow-up drain when its time budget ran out."""
+def drain(hops: int = 0) -> int:
+    """Wakes this worker's message lane (jobs/lanes.py); where there is none, drains here and returns how many
+    attempts were made, queueing a follow-up drain when its time budget ran out. `hops`: how many workers
+    passed this wake-up on already."""
+    if lanes.wake(LANE, QUEUE_NAME, DRAIN_JOB, hops):
+        return 0
     drain_started()
     result = drain_due_messages()
     if result.more_due:
         signal_drain()
     return len(result.attempts)
+
+
+def drain_in_lane() -> bool:
+    """One drain of the message lane; True when messages are still due (the lane drains again at once, and
+    another worker is woken to help)."""
+    _started()
+    result = drain_due_messages()
+    if result.more_due:
+        try:
+            signal_drain()
+        except Exception as error:  # the lane goes on anyway; the sweep wakes the others later
+            record_redis_fault("queue", error)
+    return result.more_due
+
+
+def _started() -> None:
+    """`drain_started`, with a Redis failure recorded instead of raised: the lane drains without Redis."""
+    try:
+        drain_started()
+    except Exception as error:
+        record_redis_fault("queue", error)

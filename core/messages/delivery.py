@@ -3,10 +3,19 @@
 A claimed message is sent by email (over one of the drain's SMTP connections) or SMS outside any transaction;
 the server's answer makes it `sent`, a temporary failure (retried along the schedule) or a permanent one
 (`failed` at once). The claim is a lease, as for webhook deliveries (core/outbox/leases.py): only one worker owns
-a due message at a time, and a killed worker's lease lapses so the sweep can hand the message to another. A
-worker never starts a send once its lease could have lapsed, so two sends of one message never overlap. A crash
-between the server's acceptance and the recording of it means one more send later (at least once); every
-attempt carries the same Message-ID, so mail clients show it once.
+a due message at a time. The lease is short (LEASE) and renewed while the drain works, so a killed worker's
+messages are free again within LEASE and the sweep hands them to another. A worker never starts a send with
+less than two MAIL_TIMEOUTs of its lease left (only when renewals fail, e.g. the database is unreachable).
+
+Each send is recorded a moment after it ends, and before the worker hands any other email to the SMTP server:
+the DATA step of the next email waits until the previous accepted one is committed (`_MessageDrain.gate`). So a
+crash between the server's acceptance and its recording repeats at most one email per worker; every attempt
+carries the same Message-ID, so mail clients show it once.
+
+An SMTP server or SMS gateway that does not answer (connection refused, timeout, SMTP 421, gateway 5xx) is not
+a failure of the message: its circuit opens (core/outbox/circuit.py) and the message waits for the next probe
+with its attempts untouched; only answers about the message itself (SMTP 4xx/5xx for that recipient or body)
+move it along its retry schedule.
 
 The DKIM key is read once per drain (core/messages/signing.py); while it is unusable, every email is a temporary
 failure whose error names the setting to correct, and nothing goes out unsigned.
@@ -15,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -29,15 +39,21 @@ from core.messages.schedule import SCHEDULE
 from core.messages.signing import DkimKeyError, dkim_signer
 from core.messages.transports import AfricasTalkingTransport, Outcome, SmtpTransport
 from core.models.messages import SENDABLE_MESSAGE_STATUSES, Message
-from core.outbox.drain import PERMANENT, SUCCEEDED, TEMPORARY, Drain, DrainResult
+from core.outbox.circuit import Deferred
+from core.outbox.drain import PERMANENT, SUCCEEDED, TEMPORARY, Drain, DrainResult, Sent
 from core.outbox.leases import Outbox, claim
 
 log = logging.getLogger(__name__)
 
+# What `claim_due` leases at most by default.
 CLAIM_BATCH = 50
-LEASE = timedelta(minutes=10)
+# Renewed every fifth of it while the drain works (so over 33 s are always left, more than the two
+# MAIL_TIMEOUTs a send needs): after a crash its messages are free again this soon.
+LEASE = timedelta(seconds=45)
 # SMTP connections (and sender threads) of one worker: the round trips of one overlap the others' work.
 SENDER_CONNECTIONS = 4
+# A drain holds this many claimed messages at most: one being sent per connection and one waiting behind it.
+CAPACITY = 2 * SENDER_CONNECTIONS
 # A drain stops claiming new batches after this long, so one job never runs for ever.
 DRAIN_TIME_BUDGET = 20.0
 
@@ -67,9 +83,6 @@ class _Claimed:
     message_id_header: str | None
     number: int  # the attempt it is about to get
     sealed_link: str | None  # the encrypted personal link, kept on the row until the message is sent
-    # Never start a send after this: the lease could lapse before it ends (each SMTP step is bounded by
-    # MAIL_TIMEOUT).
-    deadline: datetime
     link_error: str | None = None  # why the personal link could not be put in (nothing is sent then)
 
 
@@ -90,17 +103,19 @@ class Transports:
             self._idle.put(connection)
         self.sms = AfricasTalkingTransport(config)
 
-    def send(self, message: _Claimed) -> Outcome:
+    def send(self, message: _Claimed, before_data) -> Outcome:
+        """`before_data` is called just before an email's DATA step (it may raise `NotNow`)."""
         if message.channel == "sms":
             return self.sms.send(recipient=message.recipient, text=message.body_text)
         if self.signing_error:
-            return Outcome.temporary(self.signing_error)
+            return Outcome.down(self.signing_error)  # no email can go: not a failure of this one
         connection = self._idle.get()
         try:
             return connection.send(recipient=message.recipient, recipient_name=message.recipient_name,
                                    sender=message.sender, reply_to=message.reply_to,
                                    subject=message.subject, text=message.body_text, html=message.body_html,
-                                   message_id=message.message_id_header or f"<{message.id}@karibu.localhost>")
+                                   message_id=message.message_id_header or f"<{message.id}@karibu.localhost>",
+                                   before_data=before_data)
         finally:
             self._idle.put(connection)
 
@@ -110,16 +125,25 @@ class Transports:
         self.sms.close()
 
 
+class NotNow(Exception):
+    """The email was not handed over (its DATA step could not wait any longer for the previous one's record)."""
+
+
 class _MessageDrain(Drain):
-    # A batch of up to CLAIM_BATCH is claimed, sent and recorded in one statement each.
-    whole_batches = True
+    """The pipeline of core/outbox with one rule more: `gate` is held from an email's DATA step until its
+    outcome is committed, so at most one accepted email of this worker is ever unrecorded."""
+
+    # one claim per few emails (each claim is a statement more in the turn that the next DATA step waits for)
+    claim_at_least = SENDER_CONNECTIONS
 
     def __init__(self, senders: ThreadPoolExecutor, transports: Transports):
-        super().__init__(MESSAGES, senders, capacity=CLAIM_BATCH)
+        super().__init__(MESSAGES, senders, capacity=CAPACITY)
         self.transports = transports
+        self.config = settings()
+        self.gate = threading.Lock()
+        self.gate_holder: str | None = None  # the message whose DATA step holds the gate
 
     def load(self, ids: list[str], lease_expires: datetime) -> list[_Claimed]:
-        deadline = lease_expires - timedelta(seconds=settings().MAIL_TIMEOUT * 4)
         rows = db.session.execute(
             select(Message.id, Message.channel, Message.recipient, Message.recipient_name, Message.sender,
                    Message.reply_to, Message.subject,
@@ -127,19 +151,44 @@ class _MessageDrain(Drain):
                    Message.private_link)
             .where(Message.id.in_(ids)).order_by(Message.next_attempt_at, Message.created_at)
         ).all()
-        return [_with_link(_Claimed(*row, deadline=deadline)) for row in rows]
+        return [_with_link(_Claimed(*row)) for row in rows]
 
     def send(self, message: _Claimed) -> tuple[datetime, Outcome | None]:
         attempted_at = runtime.clock.now()
-        if attempted_at >= message.deadline:
-            return attempted_at, None
+        if self.lease_expires - attempted_at < timedelta(seconds=2 * self.config.MAIL_TIMEOUT):
+            return attempted_at, None  # the lease could lapse before the send ends: not started
         if message.link_error:
             return attempted_at, Outcome.refused(message.link_error)
+
+        def before_data() -> None:
+            if not self.gate.acquire(timeout=2 * self.config.MAIL_TIMEOUT):
+                raise NotNow()
+            self.gate_holder = message.id
+
         try:
-            return attempted_at, self.transports.send(message)
+            return attempted_at, self.transports.send(message, before_data)
+        except NotNow:
+            return attempted_at, None
         except Exception as error:  # a bug must not lose the outcomes of the other messages
             log.exception("sending message %s failed unexpectedly", message.id)
             return attempted_at, Outcome.temporary(f"Unexpected error: {error.__class__.__name__}: {error}")
+
+    def turn_committed(self, finished: list[Sent]) -> None:
+        """The email holding the gate is recorded: the next one may go."""
+        if self.gate_holder is not None and any(row.id == self.gate_holder for row, _, _ in finished):
+            self.gate_holder = None
+            self.gate.release()
+
+    def circuit_of(self, message: _Claimed) -> str:
+        if message.channel == "sms":
+            return f"sms {self.transports.sms.url}"
+        return f"smtp {self.config.MAIL_SERVER}:{self.config.MAIL_PORT}"
+
+    def transport_failure(self, outcome: Outcome) -> str | None:
+        return outcome.error if outcome.transport_down else None
+
+    def deferred_columns(self, deferred: Deferred) -> dict:
+        return {"last_error": deferred.error}
 
     def answer(self, message: _Claimed, outcome: Outcome, now: datetime) -> tuple[str, dict]:
         """Sent, or a failure the server says is permanent (`failed` at once) or temporary (retried)."""
@@ -160,7 +209,8 @@ def _with_link(message: _Claimed) -> _Claimed:
 
 
 def drain_due_messages(time_budget: float = DRAIN_TIME_BUDGET) -> DrainResult:
-    """Claim and send due messages, a batch at a time, until none is due or the time budget is spent."""
+    """Claim and send due messages, each sender connection taking the next one as soon as it is free, until none
+    is due or the time budget is spent."""
     transports = Transports()
     try:
         with ThreadPoolExecutor(SENDER_CONNECTIONS, thread_name_prefix="message-sender") as senders:

@@ -1,8 +1,9 @@
 """Sending one message: email over SMTP (standard library `email` + `smtplib`) and SMS over Africa's Talking.
 
-Each send returns an `Outcome`: sent (with the provider's id), a temporary failure (connection refused,
-timeout, SMTP 4xx, gateway 5xx: retried) or a permanent one (SMTP 5xx, a refused address: `failed`). The
-server's own answer is kept as the error text.
+Each send returns an `Outcome`: sent (with the provider's id), a temporary failure (SMTP 4xx: retried) or a
+permanent one (SMTP 5xx, a refused address: `failed`), or the transport is down (`transport_down`: connection
+refused, timeout, SMTP 421, sign-in refused, gateway 5xx, not configured), which says nothing about the message
+(core/outbox/circuit.py). The server's own answer is kept as the error text.
 
 An email's From and Reply-To are the message row's (an applicant email carries its institution's name, and its
 contact as Reply-To); the SMTP envelope sender is always the platform's MAIL_DEFAULT_SENDER address, so bounces
@@ -13,6 +14,7 @@ from __future__ import annotations
 import smtplib
 import socket
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass
 from email.message import EmailMessage
 from email.utils import formatdate
@@ -39,10 +41,15 @@ class Outcome:
     permanent: bool = False
     error: str | None = None
     provider_id: str | None = None
+    transport_down: bool = False  # no answer about this message: the server or gateway is unreachable
 
     @classmethod
     def temporary(cls, error: str) -> "Outcome":
         return cls(False, False, error[:ERROR_LIMIT])
+
+    @classmethod
+    def down(cls, error: str) -> "Outcome":
+        return cls(False, False, error[:ERROR_LIMIT], transport_down=True)
 
     @classmethod
     def refused(cls, error: str) -> "Outcome":
@@ -55,7 +62,9 @@ def _smtp_text(code: int, response: bytes | str) -> str:
 
 
 def _by_code(code: int, answer: str) -> Outcome:
-    """SMTP 5xx is permanent, anything else (4xx) temporary."""
+    """SMTP 421 (the server closes the channel) is the server down; other 5xx permanent, 4xx temporary."""
+    if code == 421:
+        return Outcome.down(answer)
     return Outcome.refused(answer) if 500 <= code < 600 else Outcome.temporary(answer)
 
 
@@ -120,11 +129,13 @@ class SmtpTransport:
             self._connection = None
 
     def send(self, *, recipient: str, recipient_name: str, subject: str, text: str, html: str | None,
-             message_id: str, sender: str | None = None, reply_to: str | None = None) -> Outcome:
+             message_id: str, sender: str | None = None, reply_to: str | None = None,
+             before_data: Callable[[], None] | None = None) -> Outcome:
         """Send one email From `sender` (None: MAIL_DEFAULT_SENDER, e.g. staff emails and rows written before
-        senders were stored) with `reply_to` (None: no Reply-To)."""
+        senders were stored) with `reply_to` (None: no Reply-To). `before_data` is called just before the DATA
+        step; what it raises goes up (the connection is dropped)."""
         if not self.config.MAIL_SERVER:
-            return Outcome.temporary("Email is not configured: MAIL_SERVER is empty.")
+            return Outcome.down("Email is not configured: MAIL_SERVER is empty.")
         if not valid_email(recipient):
             return Outcome.refused("Not a valid email address; nothing was sent.")
         envelope_sender = address_of(self.config.MAIL_DEFAULT_SENDER)
@@ -145,21 +156,24 @@ class SmtpTransport:
         try:
             if self._connection is None:
                 self._connection = self._connect()
-            return self._transaction(self._connection, envelope_sender, recipient, data, international)
+            return self._transaction(self._connection, envelope_sender, recipient, data, international,
+                                     before_data)
+        except smtplib.SMTPNotSupportedError as error:  # about this message (SMTPUTF8), not the server
+            return Outcome.temporary(f"SMTP server cannot send this email: {error}")
         except smtplib.SMTPAuthenticationError as error:
             self._drop()
-            return Outcome.temporary(f"SMTP sign-in refused: {_smtp_text(error.smtp_code, error.smtp_error)}")
+            return Outcome.down(f"SMTP sign-in refused: {_smtp_text(error.smtp_code, error.smtp_error)}")
         except smtplib.SMTPResponseException as error:
             self._drop()  # e.g. 421 on connect: the server is closing the channel
             return _by_code(error.smtp_code, _smtp_text(error.smtp_code, error.smtp_error))
         except (smtplib.SMTPException, OSError, ssl.SSLError) as error:
             self._drop()
             kind = "timed out" if isinstance(error, (socket.timeout, TimeoutError)) else "failed"
-            return Outcome.temporary(f"SMTP connection to {self.config.MAIL_SERVER}:{self.config.MAIL_PORT} "
+            return Outcome.down(f"SMTP connection to {self.config.MAIL_SERVER}:{self.config.MAIL_PORT} "
                                      f"{kind}: {error.__class__.__name__}: {error}")
 
     def _transaction(self, connection: smtplib.SMTP, sender: str, recipient: str, data: bytes,
-                     international: bool) -> Outcome:
+                     international: bool, before_data: Callable[[], None] | None) -> Outcome:
         """MAIL, RCPT, DATA one by one, so that each refusal keeps its code and the final answer (the
         server's queue id) is kept as the provider id. `data` goes as it is (signed: not one byte may change).
         smtplib raises SMTPNotSupportedError when SMTPUTF8 is needed and the server does not offer it."""
@@ -167,7 +181,13 @@ class SmtpTransport:
         steps = ((lambda: connection.mail(sender, options), (250,)),
                  (lambda: connection.rcpt(recipient), (250, 251)),
                  (lambda: connection.data(data), (250,)))
-        for step, accepted in steps:
+        for number, (step, accepted) in enumerate(steps):
+            if number == 2 and before_data is not None:
+                try:
+                    before_data()
+                except BaseException:
+                    self._drop()
+                    raise
             code, answer = step()
             if code not in accepted:
                 outcome = _by_code(code, _smtp_text(code, answer))
@@ -203,7 +223,7 @@ class AfricasTalkingTransport:
     def send(self, *, recipient: str, text: str, **_unused) -> Outcome:
         config = self.config
         if config.SMS_PROVIDER.strip().lower() != "africastalking":
-            return Outcome.temporary("SMS is not configured: SMS_PROVIDER is not africastalking.")
+            return Outcome.down("SMS is not configured: SMS_PROVIDER is not africastalking.")
         form = {"username": config.AFRICASTALKING_USERNAME, "to": recipient, "message": text}
         if config.SMS_SENDER_ID:
             form["from"] = config.SMS_SENDER_ID
@@ -212,10 +232,10 @@ class AfricasTalkingTransport:
                                          headers={"apiKey": config.AFRICASTALKING_API_KEY,
                                                   "Accept": "application/json"}, allow_redirects=False)
         except requests.RequestException as error:
-            return Outcome.temporary(f"SMS gateway unreachable: {error.__class__.__name__}: {error}")
+            return Outcome.down(f"SMS gateway unreachable: {error.__class__.__name__}: {error}")
         excerpt = " ".join(response.text[:300].split())
         if response.status_code >= 500 or response.status_code in (401, 403, 429):
-            return Outcome.temporary(f"SMS gateway answered HTTP {response.status_code}: {excerpt}")
+            return Outcome.down(f"SMS gateway answered HTTP {response.status_code}: {excerpt}")
         if response.status_code >= 300:
             return Outcome.refused(f"SMS gateway answered HTTP {response.status_code}: {excerpt}")
         try:

@@ -3,9 +3,13 @@
 A drain is a pipeline, not a series of batches: each sender thread takes the next claimed row as soon as its
 previous attempt finishes, so a slow recipient holds one thread, never the others. One transaction per turn of
 the loop records what finished since the last turn and leases as many due rows as there is room for (both
-committed without waiting for the disk). A kind may ask for whole batches instead (`Drain.whole_batches`). A kind of outbox subclasses `Drain` and says what a claimed row is
-(`load`), how it is sent (`send`) and what an answer means (`answer`); it may hold some rows back for a while
-(`may_start`, `resumable`, `still_ours`).
+committed without waiting for the disk), so each attempt is recorded a moment after it ends. The leases of the
+rows a drain holds are renewed while it works (every fifth of the lease), so a lease can be short: a killed
+worker's rows are free again within one lease. A kind of outbox subclasses `Drain` and says what a claimed row
+is (`load`), how it is sent (`send`) and what an answer means (`answer`); it may hold some rows back for a while
+(`may_start`, `resumable`, `still_ours`), and name the transport a row goes through (`circuit_of`) and which
+outcomes say that transport is down (`transport_failure`): those are not attempts of the row
+(core/outbox/circuit.py).
 """
 
 from __future__ import annotations
@@ -22,7 +26,10 @@ from typing import Any, Protocol
 
 from sqlalchemy import bindparam, select, update
 
+from core.config import settings
 from core.db import db
+from core.metrics import OUTBOX_DEFERRED
+from core.outbox.circuit import DEFER, PROBE, Deferred, circuits, probe_interval
 from core.outbox.leases import Outbox, lease, without_waiting_for_disk
 
 # While some threads are busy and nothing was due, a drain looks for newly due rows this often.
@@ -37,7 +44,8 @@ class Claimed(Protocol):
     number: int  # the attempt it is about to get (1-based)
 
 
-# (claimed row, when it was attempted, outcome); outcome None: not attempted, its lease is released
+# (claimed row, when it was attempted, outcome); outcome None: not attempted, its lease is released; a
+# `Deferred` outcome: its transport was down, the row waits for the next probe with its attempts untouched
 Sent = tuple[Any, datetime, Any]
 
 
@@ -59,16 +67,16 @@ class Drain(ABC):
 
     `capacity` is how many claimed rows it holds at most (those being sent and those queued behind them, so a
     thread that finishes starts the next one at once, without waiting for this thread's next database turn).
-    `on_backlog` is called once when a claim finds as many due rows as it asked for. A kind that sets
-    `whole_batches` works in batches instead: it claims only when nothing is in flight, and records a whole
-    claimed batch in one turn once all of it is done.
+    `on_backlog` is called once when a claim finds as many due rows as it asked for. `lease_expires` is when
+    the earliest lease this drain holds lapses unless renewed (a kind checks it before it starts a send).
     """
 
-    whole_batches = False
     # Set by a kind's `lease_due` when it left due rows aside on purpose (a recipient's share is taken): the
     # drain then claims again as soon as an attempt finishes instead of concluding that nothing is due.
     passed_over = False
     poll_seconds = POLL_SECONDS
+    # A busy drain claims only once this many rows can be claimed (1: as soon as a row finishes).
+    claim_at_least = 1
 
     def __init__(self, outbox: Outbox, senders: Executor, capacity: int,
                  on_backlog: Callable[[], None] | None = None):
@@ -81,6 +89,10 @@ class Drain(ABC):
         self.in_flight: dict[Hashable, int] = {}  # per group (`group_of`)
         self.held: list = []  # claimed, not started yet (`may_start` said no)
         self.reports: list[AttemptReport] = []
+        config = settings()
+        self.probe_seconds = (config.OUTBOX_PROBE_MIN_SECONDS, config.OUTBOX_PROBE_MAX_SECONDS)
+        self.mine: set[str] = set()  # ids leased and not recorded yet (their leases are renewed)
+        self.lease_expires: datetime | None = None
 
     # --- what a kind of outbox supplies ---------------------------------------------------------------------
 
@@ -121,7 +133,26 @@ class Drain(ABC):
             select(model.id).where(model.id.in_([row.id for row in rows]), model.lease_token == self.token)))
 
     def committed(self, done: list[Sent], statuses: dict[str, str]) -> None:
-        """After the turn that recorded `done` committed (metrics)."""
+        """After the turn that recorded the attempts `done` committed (metrics)."""
+
+    def turn_committed(self, finished: list[Sent]) -> None:
+        """After the turn that recorded `finished` (attempts, deferrals, releases) committed."""
+
+    def circuit_of(self, row: Claimed) -> str | None:
+        """The key of the transport the row goes through (core/outbox/circuit.py); None: no circuit."""
+        return None
+
+    def transport_failure(self, outcome: Any) -> str | None:
+        """Why the transport is down when the outcome says nothing about the row itself; else None."""
+        return None
+
+    def deferred_columns(self, deferred: Deferred) -> dict:
+        """The kind's own columns to record on a deferred row (e.g. the error staff see)."""
+        return {}
+
+    def found_down(self, rows: list[Claimed]) -> None:
+        """In the turn's transaction, after the deferrals: rows whose attempt opened their circuit or was a
+        failed probe (`Deferred.found_down`)."""
 
     # --- the engine ---------------------------------------------------------------------------------------
 
@@ -138,6 +169,8 @@ class Drain(ABC):
             free = self.capacity - self.busy - len(self.held) if claiming else 0
             if nothing_due_since is not None and time.monotonic() - nothing_due_since < self.poll_seconds:
                 free = 0  # nothing was due a moment ago: look again only after a short pause
+            if 0 < free < self.claim_at_least and self.busy:
+                free = 0  # claim in small groups, not one row per finished attempt
             resumed, claimed, leased = self._turn(done, free)
             if free > 0:
                 if leased < free and not self.passed_over:
@@ -161,32 +194,70 @@ class Drain(ABC):
             if not self.busy:
                 done = []  # only held rows are left: check them again at once
                 continue
-            if self.whole_batches:
-                done = self._collect_all()
-            else:
-                # while claiming, wake up now and then to fill free threads with rows that came due
-                done = self._collect(timeout=self.poll_seconds if claiming else None)
+            # while claiming, wake up now and then to fill free threads with rows that came due; always in time
+            # to renew the leases
+            done = self._collect(timeout=self.poll_seconds if claiming else self.outbox.lease.total_seconds() / 20)
 
     def _turn(self, done: list[Sent], free: int) -> tuple[list[Claimed], list[Claimed], int]:
-        """One transaction: record the finished attempts, check the held rows that may go now, claim up to
-        `free` due rows. Returns (held rows to start, newly claimed ones, how many were leased)."""
-        if not done and free <= 0 and not self.held:
+        """One transaction: record the finished attempts, check the held rows that may go now, renew the leases
+        when a fifth of the lease has passed, claim up to `free` due rows. Returns (held rows to start, newly
+        claimed ones, how many were leased)."""
+        now = self.outbox.now()
+        renew = bool(self.mine) and now >= self.lease_expires - self.outbox.lease * 4 / 5
+        if not done and free <= 0 and not self.held and not renew:
             return [], [], 0
         without_waiting_for_disk()
-        statuses = self.record(done) if done else {}
+        attempts = [sent for sent in done if not isinstance(sent[2], Deferred)]
+        deferred = [sent for sent in done if isinstance(sent[2], Deferred)]
+        statuses = self.record(attempts) if attempts else {}
+        if deferred:
+            self._defer(deferred)
+            self.found_down([row for row, _, outcome in deferred if outcome.found_down])
+        self.mine.difference_update(row.id for row, _, _ in done)
         ready = self.resumable()
         ours = self.still_ours(ready) if ready else set()
-        now = self.outbox.now()
+        if renew:
+            self._renew(now)
         ids = self.lease_due(now, free) if free > 0 else []
         claimed = self.load(ids, now + self.outbox.lease) if ids else []
         db.session.commit()
-        self.committed(done, statuses)
+        if ids and not self.mine:
+            self.lease_expires = now + self.outbox.lease
+        self.mine.update(ids)
+        self.turn_committed(done)
+        self.committed(attempts, statuses)
         self.reports.extend(AttemptReport(row.id, statuses[row.id], outcome)
-                            for row, _, outcome in done if outcome is not None)
+                            for row, _, outcome in attempts if outcome is not None)
         # held rows no longer ours (lease lapsed, or the kind's own reason) are dropped
         rechecked = {row.id for row in ready}
         self.held = [row for row in self.held if row.id not in rechecked]
+        self.mine.difference_update(rechecked - ours)
         return [row for row in ready if row.id in ours], claimed, len(ids)
+
+    def _renew(self, now: datetime) -> None:
+        """Push back the lease of every row this drain holds (in the turn's transaction)."""
+        model = self.outbox.model
+        db.session.execute(update(model).where(model.id.in_(self.mine), model.lease_token == self.token)
+                           .values(lease_expires_at=now + self.outbox.lease))
+        self.lease_expires = now + self.outbox.lease
+
+    def _defer(self, deferred: list[Sent]) -> None:
+        """Put back rows whose transport was down: due at the next probe, their attempts untouched."""
+        table = self.outbox.model.__table__
+        now = self.outbox.now()
+        rows = [{"b_id": row.id, "b_token": self.token, "status": self.outbox.retry,
+                 "next_attempt_at": outcome.until, **self.deferred_columns(outcome), "lease_token": None,
+                 "lease_expires_at": None, "updated_at": now} for row, _, outcome in deferred]
+        for row, _, _ in deferred:
+            key = self.circuit_of(row)
+            OUTBOX_DEFERRED.labels(key.split(" ", 1)[0] if key else "none").inc()
+        for columns in {tuple(sorted(row)) for row in rows}:  # one statement per set of columns
+            group = [row for row in rows if tuple(sorted(row)) == columns]
+            db.session.connection().execute(
+                update(table).where(table.c.id == bindparam("b_id"), table.c.lease_token == bindparam("b_token"))
+                .values({name: bindparam(name) for name in columns if not name.startswith("b_")}),
+                group,
+            )
 
     def record(self, done: list[Sent]) -> dict[str, str]:
         """Record finished attempts in the current transaction (the turn commits); returns each attempted
@@ -234,7 +305,26 @@ class Drain(ABC):
         future.add_done_callback(self.finished.put)
 
     def _send(self, row: Claimed) -> Sent:
-        return (row, *self.send(row))
+        """Send one row unless its transport is down (then it is deferred to the next probe)."""
+        key = self.circuit_of(row)
+        if key is None:
+            return (row, *self.send(row))
+        circuit = circuits.of(key)
+        admitted, until = circuit.admit(self.outbox.now)
+        if admitted == DEFER:
+            return row, self.outbox.now(), Deferred(until, circuit.error)
+        try:
+            attempted_at, outcome = self.send(row)
+            error = None if outcome is None else self.transport_failure(outcome)
+            if error is not None:
+                until, found_down = circuit.down(self.outbox.now(), error, probe_interval(*self.probe_seconds))
+                return row, attempted_at, Deferred(until, error, found_down)
+            if outcome is not None:
+                circuit.answered()
+            return row, attempted_at, outcome
+        finally:
+            if admitted == PROBE:
+                circuit.probe_ended()
 
     def _collect(self, timeout: float | None) -> list[Sent]:
         """Wait for one attempt to finish (or the poll timeout), then take every other finished one."""
@@ -251,13 +341,6 @@ class Drain(ABC):
             self.in_flight[group] -= 1
             if not self.in_flight[group]:
                 del self.in_flight[group]
-        return done
-
-    def _collect_all(self) -> list[Sent]:
-        """Wait for every attempt in flight to finish."""
-        done: list[Sent] = []
-        while self.busy:
-            done.extend(self._collect(timeout=None))
         return done
 
     def _wake_another(self) -> None:

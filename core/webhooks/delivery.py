@@ -2,8 +2,10 @@
 
 A claimed delivery is its event's body, signed and POSTed to the endpoint's target outside any transaction; a
 2xx is delivered, anything else a failure that moves the delivery along the retry schedule and counts towards
-the endpoint's consecutive failures. Each attempt is recorded in `webhook_attempts` with the delivery. The
-claim, the pipeline of sender threads and the sweep are core/outbox's.
+the endpoint's consecutive failures. A receiver that refuses connections is down for all of its deliveries: its
+circuit opens and they wait for the next probe, their attempts untouched (core/outbox/circuit.py). Each attempt
+is recorded in `webhook_attempts` with the delivery. The claim, the pipeline of sender threads and the sweep
+are core/outbox's.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from core.events.emission import event_body
 from core.metrics import WEBHOOK_ATTEMPTS, WEBHOOK_DELIVERY_LATENCY
 from core.models import Event, new_id
 from core.models.webhooks import SENDABLE_STATUSES, WebhookAttempt, WebhookDelivery, WebhookEndpoint
+from core.outbox.circuit import Deferred
 from core.outbox.drain import SUCCEEDED, TEMPORARY, Drain, DrainResult, Sent
 from core.outbox.leases import Outbox, claim
 from core.webhooks.endpoints import disable_endpoint_after_failures, signing_secret, target_url
@@ -164,6 +167,30 @@ class _DeliveryDrain(Drain):
             "last_response_code": outcome.status_code, "last_error_class": outcome.error_class,
             "delivered_at": now if outcome.delivered else None,
         }
+
+    def circuit_of(self, attempt: PreparedAttempt) -> str:
+        return f"webhook {attempt.endpoint_id}"
+
+    def transport_failure(self, outcome: AttemptOutcome) -> str | None:
+        """A receiver that cannot be connected to is down for every delivery (core/outbox/circuit.py)."""
+        return outcome.error if outcome.error_class == "connection" else None
+
+    def deferred_columns(self, deferred: Deferred) -> dict:
+        return {"last_error_class": "connection"}
+
+    def found_down(self, attempts: list[PreparedAttempt]) -> None:
+        """The receiver was found down (the circuit opened, or a probe failed): one failure of the endpoint
+        each, so an endpoint down for good is still disabled at the threshold (about 20 probes, 5–10 minutes),
+        while its deliveries keep their attempts."""
+        endpoints = WebhookEndpoint.__table__
+        for attempt in attempts:
+            total = self.failures[attempt.endpoint_id] = db.session.execute(
+                update(endpoints).where(endpoints.c.id == attempt.endpoint_id)
+                .values(consecutive_failures=endpoints.c.consecutive_failures + 1)
+                .returning(endpoints.c.consecutive_failures)
+            ).scalar_one()
+            if total >= DISABLE_AFTER_CONSECUTIVE_FAILURES:
+                disable_endpoint_after_failures(attempt.endpoint_id, runtime.clock.now())
 
     def group_of(self, attempt: PreparedAttempt) -> str:
         return attempt.endpoint_id

@@ -28,8 +28,8 @@ class LateSenders(ManualClock):
 
 def test_a_send_that_could_outlive_its_lease_is_not_started_and_its_lease_is_released(mail_app, smtp, factory,
                                                                                         monkeypatch):
-    mail_timeout = mail_app.config["MAIL_TIMEOUT"]  # each of the four SMTP steps is bounded by it
-    clock = LateSenders(utcnow(), LEASE - timedelta(seconds=4 * mail_timeout))
+    mail_timeout = mail_app.config["MAIL_TIMEOUT"]  # a send starts with two MAIL_TIMEOUTs of its lease left
+    clock = LateSenders(utcnow(), LEASE - timedelta(seconds=2 * mail_timeout - 1))
     monkeypatch.setattr(runtime, "clock", clock)
     _, key, [application] = _setup(factory)
     send_decisions(mail_app.test_client(), key, [application.id])

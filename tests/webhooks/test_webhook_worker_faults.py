@@ -80,7 +80,8 @@ def test_a_job_timed_out_inside_a_database_call_does_not_kill_the_worker(engine,
     institution = factory.institution()
     configure(engine, institution, receiver, url=receiver.url("127.0.0.1"))
     # no sweep or maintenance pass during the test: only the drain below meets the lock
-    worker = start_worker(engine, receiver, database_url, WEBHOOK_SWEEP_SECONDS="3600",
+    # drains as RQ jobs (no lanes), so the drain job itself meets the lock under RQ's job timeout
+    worker = start_worker(engine, receiver, database_url, "--no-lanes", WEBHOOK_SWEEP_SECONDS="3600",
                           WORKER_MAINTENANCE_SECONDS="3600")
     locker = create_engine(normalise_database_url(database_url))
     try:
