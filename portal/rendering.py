@@ -57,7 +57,7 @@ NAVIGATION = (
     NavItem("portal.webhooks", _l("Webhooks"), ("webhooks",), admin_only=True),
     NavItem("portal.api_keys", _l("API keys"), ("api_keys",), admin_only=True),
     NavItem("portal.users", _l("Users"), ("users",), admin_only=True),
-    NavItem("portal.audit_log", _l("Audit"), ("audit",)),  # short: the navigation fits at 1366 px in French
+    NavItem("portal.audit_log", _l("Audit log"), ("audit",)),
     NavItem("portal.settings", _l("Settings"), ("settings",), admin_only=True),
 )
 
