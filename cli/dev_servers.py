@@ -16,6 +16,16 @@ from core.scoping import InstitutionScope
 from core.webhooks.endpoints import get_endpoint, signing_secret
 
 
+def serve_until_stopped(server) -> None:
+    """Serve a development server until Ctrl-C or SIGTERM (scripts/run.sh stops its children so), then close it."""
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown, daemon=True).start())
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
 
 @click.command("mail-sink")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (keep it on loopback).")
@@ -52,12 +62,7 @@ def sms_gateway_command(host: str, port: int) -> None:
     server, _ = create_server(host, port, config.AFRICASTALKING_USERNAME or "sandbox",
                               config.AFRICASTALKING_API_KEY or "stand-in-key")
     click.echo(f"SMS gateway stand-in on http://{host}:{server.server_port}/version1/messaging")
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+    serve_until_stopped(server)
 
 
 @click.command("webhook-receiver")
@@ -78,13 +83,7 @@ def webhook_receiver_command(host: str, port: int) -> None:
 
     server, _ = create_server(host, port, secret_for)
     click.echo(f"Development webhook receiver on http://{host}:{server.server_port}/ (deliveries to /hooks/ID)")
-    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown, daemon=True).start())
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+    serve_until_stopped(server)
 
 
 DEV_SERVER_COMMANDS = (mail_sink_command, sms_gateway_command, webhook_receiver_command)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import click
 from flask.cli import with_appcontext
 
+from cli.dev_servers import serve_until_stopped
 from core.config import settings
 from core.verification.registries import REGISTRIES
 from devtools import MODES
@@ -29,9 +30,4 @@ def registry_simulator_command(host: str, port: int, mode: str, delay: float, st
     click.echo(f"Registry simulator listening on {base} "
                + ", ".join(f"{code} at {base}/{code.lower()}" for code in REGISTRIES), err=False)
     click.echo(f"Mode: {mode}. Records: {base}/_simulator/records", err=False)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+    serve_until_stopped(server)

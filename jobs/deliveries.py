@@ -2,7 +2,6 @@
 sweep, and by a drain that found a backlog, so every idle worker joins in)."""
 from __future__ import annotations
 
-from core.redis_faults import record_redis_fault
 from core.webhooks.delivery import drain_due_deliveries
 from core.webhooks.outbox import DRAIN_JOB, QUEUE_NAME, drain_started, signal_drain, wake_another_drain
 from jobs import lanes
@@ -26,13 +25,5 @@ def drain(hops: int = 0) -> int:
 def drain_in_lane() -> bool:
     """One drain of the webhook lane; True when deliveries are still due (the lane drains again at once; a
     backlog already woke another worker)."""
-    _started()
+    lanes.without_raising(drain_started)
     return drain_due_deliveries(on_backlog=wake_another_drain).more_due
-
-
-def _started() -> None:
-    """`drain_started`, with a Redis failure recorded instead of raised: the lane drains without Redis."""
-    try:
-        drain_started()
-    except Exception as error:
-        record_redis_fault("queue", error)

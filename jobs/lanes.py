@@ -21,6 +21,7 @@ from flask import Flask
 
 from core.db import discard_session
 from core.queue import enqueue
+from core.redis_faults import record_redis_fault
 
 log = logging.getLogger(__name__)
 
@@ -104,3 +105,12 @@ def wake(name: str, queue_name: str, job: str, hops: int) -> bool:
     if busy and hops < PASS_ON_HOPS:
         enqueue(queue_name, job, hops + 1, result_ttl=0, failure_ttl=86400)
     return True
+
+
+def without_raising(redis_step: Callable[[], object]) -> None:
+    """A lane's Redis step (`drain_started`, a wake-up for other workers) with a Redis failure recorded instead
+    of raised: the lane drains without Redis, and the sweep wakes the other workers later."""
+    try:
+        redis_step()
+    except Exception as error:
+        record_redis_fault("queue", error)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from core.messages.delivery import drain_due_messages
 from core.messages.outbox import DRAIN_JOB, QUEUE_NAME, drain_started, signal_drain
-from core.redis_faults import record_redis_fault
 from jobs import lanes
 
 LANE = "messages"
@@ -25,19 +24,8 @@ def drain(hops: int = 0) -> int:
 def drain_in_lane() -> bool:
     """One drain of the message lane; True when messages are still due (the lane drains again at once, and
     another worker is woken to help)."""
-    _started()
+    lanes.without_raising(drain_started)
     result = drain_due_messages()
     if result.more_due:
-        try:
-            signal_drain()
-        except Exception as error:  # the lane goes on anyway; the sweep wakes the others later
-            record_redis_fault("queue", error)
+        lanes.without_raising(signal_drain)
     return result.more_due
-
-
-def _started() -> None:
-    """`drain_started`, with a Redis failure recorded instead of raised: the lane drains without Redis."""
-    try:
-        drain_started()
-    except Exception as error:
-        record_redis_fault("queue", error)

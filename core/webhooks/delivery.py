@@ -37,8 +37,9 @@ CLAIM_BATCH = SENDER_THREADS
 # The lease outlasts a claimed attempt's wait behind 10 s attempts plus its own 10 s, many times over.
 LEASE = timedelta(seconds=DEADLINE_SECONDS * (CLAIM_BATCH + 4))
 # No endpoint holds more than this many of a drain's sender slots (in flight or held behind them), so a slow
-# receiver takes at most a quarter of a worker's slots and every other endpoint keeps the rest.
-ENDPOINT_SLOTS = max(2, SENDER_THREADS // 4)
+# receiver takes at most half of a worker's slots and every other endpoint keeps the rest. Half, not less: one
+# institution's busy endpoint still gets 8 attempts at once from each worker (a 1 s receiver: 8 a second).
+ENDPOINT_SLOTS = SENDER_THREADS // 2
 # A drain stops claiming after this long (it still finishes what it sent), so one job never runs for ever.
 DRAIN_TIME_BUDGET = 20.0
 EPOCH = datetime(1970, 1, 1)
