@@ -3,6 +3,7 @@ billing confirmation and the usage and spend of the institution."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 
 from flask import Response, g, request, stream_with_context, url_for
@@ -17,7 +18,10 @@ from core.errors import KaribuError, problem
 from core.models import Application
 from core.verification.billing import agreement_price, usage_by_month, usage_csv
 from core.verification.registries import REGISTRIES
-from core.verification.service import current_settings, list_issuers, verify
+from core.verification.service import (
+    RECORD_NOT_FOUND, REGISTRY_UNAVAILABLE, current_settings, list_issuers, verify,
+)
+from core.verification.validation import INVALID_REQUEST
 from portal import bp
 from portal.forms import VerificationForm, submitted, verification_form
 from portal.limiter import limiter
@@ -105,13 +109,60 @@ def curl_command(base_url: str, api_key: str, body: dict) -> str:
             f"  -d {shlex.quote(json.dumps(body, ensure_ascii=False))}")
 
 
+# What the API says of an identifier (core.verification.registries, .validation), as the page says it: the API
+# keeps its English; the page shown to staff is in their language.
+FIELD_MESSAGES = {
+    "must be a 4-digit year such as 2021": _l("must be a 4-digit year such as 2021"),
+    "must be exactly 16 digits": _l("must be exactly 16 digits"),
+    "must be exactly 11 digits": _l("must be exactly 11 digits"),
+    "must be 4 to 24 characters: digits, capital letters, '/' or '-'":
+        _l("must be 4 to 24 characters: digits, capital letters, '/' or '-'"),
+    "must look like U0035/512 (UCE, UACE) or 005012/045 (PLE)":
+        _l("must look like U0035/512 (UCE, UACE) or 005012/045 (PLE)"),
+    "must not be in the future": _l("must not be in the future"),
+    "must be a string": _l("must be a string"),
+}
+_REQUIRED = re.compile(r"is required for \w+(?:: one of (?P<choices>.+))?")
+_ONE_OF = re.compile(r"must be one of (?P<choices>.+)")
+
+
+def field_message(message: str) -> str:
+    """An identifier's problem in the page's language (one the page does not know stays as the API says it)."""
+    if message in FIELD_MESSAGES:
+        return str(FIELD_MESSAGES[message])
+    if match := _REQUIRED.fullmatch(message):
+        return (_("is required: one of %(choices)s", choices=match["choices"]) if match["choices"]
+                else _("is required"))
+    if match := _ONE_OF.fullmatch(message):
+        return _("must be one of %(choices)s", choices=match["choices"])
+    return message
+
+
+def _shown(answer: dict, registry_name: str) -> dict:
+    """The title and sentence of a refused lookup in the page's language (the API's own words stay in its JSON)."""
+    error, message = answer.get("error"), answer.get("message")
+    if error == RECORD_NOT_FOUND:
+        return {"error": _("Record not found"), "message": _("%(registry)s has no matching record",
+                                                             registry=registry_name)}
+    if error == REGISTRY_UNAVAILABLE:
+        return {"error": _("Registry unavailable"), "message": _(
+            "%(registry)s did not answer; nothing was charged. Retry later.", registry=registry_name)}
+    if error == INVALID_REQUEST:
+        return {"error": _("Some identifiers need correcting"), "message": None}
+    return {"error": error, "message": message}
+
+
 def _outcome(principal: Principal, body: dict) -> dict:
-    """Run one verification; the outcome carries the response body and status as the API would send them."""
+    """Run one verification; the outcome carries the response body and status as the API would send them, and
+    what the page says of a refusal (`shown`, `fields`) in the staff member's language."""
     try:
         result = verify(principal, body)
     except KaribuError as error:
         answer = {"code": error.status, "error": error.message, "errors": error.errors, **error.extra}
-        return {"status": error.status, "answer": answer, "fields": error.errors}
+        registry = REGISTRIES.get(str(body.get("issuer") or "").upper())
+        fields = [{**item, "message": field_message(item["message"])} for item in error.errors]
+        return {"status": error.status, "answer": answer, "fields": fields,
+                "shown": _shown(answer, registry.name if registry else "")}
     return {"status": 200, "answer": result.body, "fields": []}
 
 
@@ -198,7 +249,8 @@ def verification_lookup():
     if not form.confirm_billing.data:
         answer = {"code": 400, "error": _("Confirm the charge before a live lookup"),
                   "errors": [problem("body", "confirm_billing", _("Tick the box to accept the charge."))]}
-        outcome = {"status": 400, "answer": answer, "fields": answer["errors"]}
+        outcome = {"status": 400, "answer": answer, "fields": answer["errors"],
+                   "shown": {"error": answer["error"], "message": None}}
     else:
         outcome = _outcome(_staff_principal(), body)
         audit("verification.live", f"{issuer['code']} {application_id or ''}".strip(), status=outcome["status"])

@@ -123,5 +123,5 @@ def test_keyboard_only_try_lookup_ends_on_the_result_heading(page):
     page.keyboard.press("Enter")
     heading = page.locator("#result-heading")
     expect(heading).to_be_focused()
-    expect(heading).to_have_text(re.compile(r"^Result: authentic"))
-    expect(page.locator("#verification-status")).to_have_text(re.compile(r"^Result: authentic"))
+    expect(heading).to_have_text(re.compile(r"^Result: Authentic"))
+    expect(page.locator("#verification-status")).to_have_text(re.compile(r"^Result: Authentic"))

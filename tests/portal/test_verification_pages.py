@@ -131,3 +131,24 @@ def test_live_lookup_cannot_be_filed_under_a_foreign_application(staff, factory,
 
 def test_usage_is_empty_for_a_new_institution(staff):
     assert "No billed lookups yet" in _text(staff.get("/verification/usage"))
+
+
+def test_a_refused_live_lookup_reads_in_the_staff_members_language(staff, live_registries, app):
+    """The API keeps its English; the page tells a French-speaking staff member what to fix in French."""
+    from core.models import User
+
+    with app.app_context():
+        db.session.get(User, staff.user.id).language = "fr"
+        db.session.commit()
+    invalid = staff.post("/verification", {"issuer": "NESA", "national_id": "12", "exam_number": "0207010045",
+                                           "level": "A-Level", "confirm_billing": "yes"}, htmx=True)
+    html = _text(invalid)
+    assert invalid.status_code == 422
+    assert "Certains identifiants doivent être corrigés" in html and "doit compter exactement 16 chiffres" in html
+    assert "must be exactly 16 digits" not in html and "Invalid verification request" not in html
+
+    missing = staff.post("/verification", {"issuer": "KNEC", "index_number": "99999999999", "year": "2020",
+                                           "examination": "KCSE", "confirm_billing": "yes"}, htmx=True)
+    html = _text(missing)
+    assert missing.status_code == 200 and "Aucun dossier trouvé" in html and "n’a aucun dossier correspondant" in html
+    assert "Record not found" not in html and "has no matching record" not in html
