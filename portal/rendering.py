@@ -19,6 +19,7 @@ from core.accounts.preferences import time_zone_of, zone_info
 from core.scoping import InstitutionScope
 from core.timefmt import isoformat_z, parse_utc
 from core.audit.browsing import outcome_of, readable_target
+from core.i18n import LANGUAGES
 from core.vocabulary import choices, words
 
 
@@ -174,6 +175,7 @@ def register_template_helpers(app: Flask) -> None:
     app.add_template_global(page_language)
     app.add_template_global(decision_labels)
     app.add_template_global(words)
+    app.add_template_global(LANGUAGES, "language_names")  # each language in its own name: "Français"
     app.add_template_filter(readable_target, "readable_target")
     app.add_template_global(outcome_of)
 

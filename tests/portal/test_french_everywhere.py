@@ -179,6 +179,8 @@ def test_every_staff_page_in_french_shows_no_english(french_admin):
         page = response.get_data(as_text=True)
         assert response.status_code == 200 and '<html lang="fr">' in page, (path, response.status_code)
         english[path] = english_found(page)
+        if path == "/applicants/{application}":
+            assert "(Français)" in page, "a message's language by its name, not its code"
     bulk = french_admin.post("/applicants/bulk", {"ids": [french_admin.ids["application"]], "send_decision": "true"})
     assert bulk.status_code == 200
     english["the bulk confirmation page"] = english_found(bulk.get_data(as_text=True))
