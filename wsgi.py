@@ -36,7 +36,7 @@ from ops.metrics import count_rate_limit_refusal, instrument_requests, metrics_b
 from portal.brand_assets import bp as brand_bp
 from portal.errors import database_unavailable_page, html_error
 from portal.i18n import select_locale
-from portal.limiter import limiter
+from portal.limiter import limiter, probe_storage_once_per_request
 from portal.public import public_bp
 from portal.security import login_manager
 
@@ -157,6 +157,7 @@ def register_extensions(app: Flask) -> None:
     csrf.init_app(app)
     app.config.setdefault("RATELIMIT_ON_BREACH_CALLBACK", count_rate_limit_refusal)
     limiter.init_app(app)
+    probe_storage_once_per_request()
     translations = compile_catalogues(Path(app.instance_path) / "translations")
     babel.init_app(app, locale_selector=select_locale, default_translation_directories=str(translations))
     count_rate_limiter_faults()

@@ -39,6 +39,11 @@ def count_redis_fault(component: str, *, skipped: bool = False) -> None:
     REDIS_FAULTS.labels(component).inc()
 
 
+def request_met_redis_fault() -> bool:
+    """Whether this request (app context) already waited for a Redis fault: the rest of it leaves Redis alone."""
+    return has_app_context() and g.get(_MET_IN_CONTEXT, False)
+
+
 def redis_fault_counts() -> dict[str, int]:
     """Faults seen by this process since it started, per component (`rate_limit`, `queue`)."""
     with _lock:
@@ -70,7 +75,7 @@ class RedisBackoff:
         """Whether to try Redis now; when not, the skip is counted as a fault ridden out (not logged)."""
         now = time.monotonic()
         with self._lock:
-            if now < self._retry_at or (has_app_context() and g.get(_MET_IN_CONTEXT, False)):
+            if now < self._retry_at or request_met_redis_fault():
                 count_redis_fault(self.component, skipped=True)
                 return False
             if self._pause:
