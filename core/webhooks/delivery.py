@@ -10,6 +10,7 @@ are core/outbox's.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -170,7 +171,9 @@ class _DeliveryDrain(Drain):
         }
 
     def circuit_of(self, attempt: PreparedAttempt) -> str:
-        return f"webhook {attempt.endpoint_id}"
+        """One circuit per endpoint and URL: a receiver saved under a new address is tried at once, not after
+        the old address's probe interval."""
+        return f"webhook {attempt.endpoint_id} {hashlib.sha256(attempt.url.encode()).hexdigest()[:16]}"
 
     def transport_failure(self, outcome: AttemptOutcome) -> str | None:
         """A receiver that cannot be connected to is down for every delivery (core/outbox/circuit.py)."""
