@@ -38,6 +38,10 @@ INTENTIONAL = {
     # the indexes both databases have.
     ("postgresql", "remove_index", "applicants", "ix_applicants_search_text_trgm"):
         "PostgreSQL-only trigram index for substring search, created by migration 0002_read_side",
+    # Its companion for one- and two-character texts (migration 0020_short_search_grams): a GIN index on the
+    # short_text_grams() of the same text, a PL/pgSQL function SQLite does not have.
+    ("postgresql", "remove_index", "applicants", "ix_applicants_search_text_short_grams"):
+        "PostgreSQL-only short-gram index for one- and two-character search, created by migration 0020_short_search_grams",
 }
 
 

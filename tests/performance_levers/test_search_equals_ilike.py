@@ -95,3 +95,38 @@ def test_portal_search_equals_the_plain_match(tenant, corpus, staff_of):
         if set(got) != want or len(got) != len(want):
             differences[q] = (sorted(set(got) - want), sorted(want - set(got)))
     assert differences == {}
+
+
+def test_short_gram_index_finds_exactly_the_containing_applicants(app, corpus):
+    """PostgreSQL's short-gram index (one- and two-character texts) read on its own: each such text finds
+    exactly the applicants whose folded text contains it. The applicants' other indexes are dropped inside the
+    transaction (rolled back afterwards), so the plan cannot avoid the index under test."""
+    from sqlalchemy import text
+
+    from core.applications.search_text import fold
+    from core.db import db
+
+    with app.app_context():
+        if db.engine.dialect.name != "postgresql":
+            pytest.skip("the short-gram index exists on PostgreSQL only")
+        shorts = sorted({fold(q.strip()) for q in queries(corpus) if 1 <= len(fold(q.strip())) <= 2})
+        assert len(shorts) >= 10
+        differences = {}
+        with db.engine.connect() as connection, connection.begin() as transaction:
+            others = connection.scalars(text(
+                "SELECT indexname FROM pg_indexes WHERE tablename = 'applicants' "
+                "AND indexname <> 'ix_applicants_search_text_short_grams'"
+                " AND indexname NOT IN (SELECT conname FROM pg_constraint)")).all()
+            for name in others:
+                connection.execute(text(f'DROP INDEX "{name}"'))
+            connection.execute(text("SET LOCAL enable_seqscan = off"))
+            for short in shorts:
+                matching = "FROM applicants WHERE short_text_grams(search_text) @> ARRAY[:short]"
+                plan = "\n".join(connection.scalars(text(f"EXPLAIN SELECT email {matching}"), {"short": short}))
+                assert "ix_applicants_search_text_short_grams" in plan, plan
+                got = set(connection.scalars(text(f"SELECT email {matching}"), {"short": short}))
+                want = {email for _, first, last, email in corpus if short in fold(f"{first} {last} {email}")}
+                if got != want:
+                    differences[short] = (sorted(got - want), sorted(want - got))
+            transaction.rollback()
+        assert differences == {}

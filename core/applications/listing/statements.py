@@ -5,7 +5,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import Integer, Select, and_, bindparam, func, or_, select, tuple_
+from sqlalchemy import Integer, Select, Text, and_, bindparam, cast, func, or_, select, tuple_
+from sqlalchemy.dialects.postgresql import ARRAY, array
 
 from core.applications.listing.cursor import Position, check_issuer
 from core.applications.listing.query import DATE_FILTERS, ApplicationQuery, Sort, bad_parameter
@@ -15,6 +16,9 @@ from core.db import db
 from core.models import Applicant, Application, Cycle, Program, Stage
 from core.scoping import InstitutionScope
 
+
+# The lengths of text the short-gram index holds (migration 0020_short_search_grams); longer texts use trigrams.
+SHORT_GRAM_LENGTHS = (1, 2)
 
 # Ids are opaque to partners, but a search text shaped like an application id is also looked up as one.
 _APPLICATION_ID_SHAPE = re.compile(r"^app_[A-Za-z0-9]+$")
@@ -53,26 +57,38 @@ def pipeline_stage(scope: InstitutionScope, value: str) -> str:
                                  "(GET /api/v1/institution lists them)")
 
 
+def _text_match(values: Mapping[str, Any]):
+    """The applicant's folded text contains `q`.
+
+    A one- or two-character text on PostgreSQL is matched as an element of the text's short grams (migration
+    0020_short_search_grams), which its GIN index finds at once, instead of `LIKE '%q%'`, which no index
+    serves for fewer than three characters: the same rows, but a text that few or no applicants contain is
+    found without walking a million of them. The LIKE is left out there, so the planner estimates from the
+    grams' own statistics alone.
+    """
+    if "q_gram" in values:
+        grams = func.short_text_grams(Applicant.search_text, type_=ARRAY(Text))
+        return grams.contains(cast(array([_bound(values, "q_gram", Applicant.search_text)]), ARRAY(Text)))
+    return Applicant.search_text.like(_bound(values, "q_pattern", Applicant.search_text), escape="\\")
+
+
 def _search_condition(scope: InstitutionScope, values: Mapping[str, Any], applicant_joined: bool):
     """Applicant text (name, full name, email; folded, so case and accents do not matter) or the id.
 
     With the applicant already joined (the record select) the text is matched on that row, which lets
     PostgreSQL either walk the (institution, submitted_at, id) index probing each applicant, or start from the
-    trigram index on applicants.search_text, whichever is cheaper for `q`. Other statements get the same
-    match as `applicant_id IN (…)`. An id-shaped `q` is a UNION of an id lookup and the text match, keeping
-    both sides on an index (an OR across the two tables would scan).
+    trigram (or short-gram) index on applicants.search_text, whichever is cheaper for `q`. Other statements
+    get the same match as `applicant_id IN (…)`. An id-shaped `q` is a UNION of an id lookup and the text
+    match, keeping both sides on an index (an OR across the two tables would scan).
     """
-    pattern = _bound(values, "q_pattern", Applicant.search_text)
     if applicant_joined:
-        text_match = Applicant.search_text.like(pattern, escape="\\")
+        text_match = _text_match(values)
     else:
-        text_match = Application.applicant_id.in_(
-            scope.select(Applicant, Applicant.id).where(Applicant.search_text.like(pattern, escape="\\")))
+        text_match = Application.applicant_id.in_(scope.select(Applicant, Applicant.id).where(_text_match(values)))
     if "q_id" not in values:
         return text_match
     by_id = select(Application.id).where(Application.id == _bound(values, "q_id", Application.id))
-    matching_applicants = scope.select(Applicant, Applicant.id).where(
-        Applicant.search_text.like(pattern, escape="\\"))
+    matching_applicants = scope.select(Applicant, Applicant.id).where(_text_match(values))
     by_text = select(Application.id).where(Application.applicant_id.in_(matching_applicants))
     return Application.id.in_(by_id.union_all(by_text))
 
@@ -98,7 +114,11 @@ def filter_values(scope: InstitutionScope, filters: Mapping[str, Any]) -> dict[s
         if name in filters:
             values[name] = filters[name]
     if "q" in filters:
-        values["q_pattern"] = _like_pattern(fold(filters["q"]))
+        folded = fold(filters["q"])
+        values["q_pattern"] = _like_pattern(folded)
+        if SHORT_GRAM_LENGTHS[0] <= len(folded) <= SHORT_GRAM_LENGTHS[1] \
+                and db.session.get_bind().dialect.name == "postgresql":
+            values["q_gram"] = folded
         if _APPLICATION_ID_SHAPE.match(filters["q"]):
             values["q_id"] = filters["q"]
     return values
