@@ -199,10 +199,12 @@ class Settings(BaseModel):
     RATELIMIT_KEY_PREFIX: str = ""
     # Bulkheads (core/applications/bulkheads.py): expensive requests running at once per process, by kind (0 = no limit):
     # text searches and exact counts of search and date filters; exports (CSV, NDJSON, .xlsx) and zip bundles.
-    # One of each per worker: with the shipped 2 threads a worker busy with one kind keeps a thread for short
-    # requests, and a node runs at most WEB_CONCURRENCY of each.
+    # One of each per worker, and a node runs at most WEB_CONCURRENCY of each.
     BULKHEAD_SEARCHES: int = Field(default=1, ge=0)
     BULKHEAD_EXPORTS: int = Field(default=1, ge=0)
+    # Expensive requests of any kind at once per process (None = KARIBU_THREADS - 1, at least 1; 0 = no limit):
+    # with both kinds running, a worker still keeps a thread for short requests.
+    BULKHEAD_EXPENSIVE: int | None = Field(default=None, ge=0)
     # Seconds a refused expensive request waits for a place (holding its thread) before its 503, and the
     # Retry-After of that 503.
     BULKHEAD_QUEUE_SECONDS: float = Field(default=1.0, ge=0)

@@ -9,11 +9,14 @@ done anything (nothing started, nothing written). The API answers that 503 with 
 plain error page.
 
 The limits are per process (BULKHEAD_SEARCHES, BULKHEAD_EXPORTS; 0 = no limit), so a node runs at most
-WEB_CONCURRENCY times as many of each. Nothing here needs Redis.
+WEB_CONCURRENCY times as many of each. Every operation also takes a place in the process's shared compartment
+(BULKHEAD_EXPENSIVE, by default one less than the worker's threads): however the kinds mix, a worker keeps a
+thread for short requests. Nothing here needs Redis.
 """
 from __future__ import annotations
 
 import threading
+import time
 from contextlib import contextmanager
 
 import prometheus_client
@@ -23,6 +26,8 @@ from core.config import settings
 from core.errors import ServiceUnavailable
 
 KINDS = ("search", "export")
+# The compartment every kind also takes a place in.
+SHARED = "expensive"
 
 BULKHEAD_REFUSALS = prometheus_client.Counter(
     "karibu_bulkhead_refusals_total", "Expensive operations refused because their bulkhead stayed full",
@@ -42,6 +47,7 @@ class Overloaded(ServiceUnavailable):
 BUSY_MESSAGES = {
     "search": "Too many searches are running: retry after the number of seconds in Retry-After",
     "export": "Too many exports are running: retry after the number of seconds in Retry-After",
+    SHARED: "Too many searches and exports are running: retry after the number of seconds in Retry-After",
 }
 
 
@@ -65,6 +71,9 @@ _compartments_lock = threading.Lock()
 
 def _limit(kind: str) -> int:
     config = settings()
+    if kind == SHARED:
+        return config.BULKHEAD_EXPENSIVE if config.BULKHEAD_EXPENSIVE is not None \
+            else max(1, config.KARIBU_THREADS - 1)
     return {"search": config.BULKHEAD_SEARCHES, "export": config.BULKHEAD_EXPORTS}[kind]
 
 
@@ -81,16 +90,17 @@ def _compartment(kind: str) -> _Compartment:
 
 
 class Permit:
-    """A taken place in a bulkhead; `release()` (idempotent, from any thread) gives it back."""
+    """Taken places in bulkheads (its kind's and the shared one); `release()` (idempotent, from any thread)
+    gives them back."""
 
-    def __init__(self, compartment: _Compartment):
-        self._compartment: _Compartment | None = compartment
+    def __init__(self, *compartments: _Compartment):
+        self._compartments: tuple[_Compartment, ...] = compartments
         self._lock = threading.Lock()
 
     def release(self) -> None:
         with self._lock:
-            compartment, self._compartment = self._compartment, None
-        if compartment is not None:
+            compartments, self._compartments = self._compartments, ()
+        for compartment in compartments:
             compartment.give_back()
 
     def __del__(self) -> None:  # a holder dropped without closing (a stream never closed) gives it back
@@ -108,11 +118,16 @@ def acquire(kind: str) -> Permit:
     if kind not in KINDS:
         raise ValueError(f"unknown bulkhead {kind!r}")
     config = settings()
-    compartment = _compartment(kind)
-    if not compartment.take(config.BULKHEAD_QUEUE_SECONDS):
-        BULKHEAD_REFUSALS.labels(kind).inc()
-        raise Overloaded(BUSY_MESSAGES[kind], retry_after=config.BULKHEAD_RETRY_AFTER_SECONDS)
-    return Permit(compartment)
+    waiting_until = time.monotonic() + config.BULKHEAD_QUEUE_SECONDS
+    taken = []
+    for compartment_kind in (kind, SHARED):
+        compartment = _compartment(compartment_kind)
+        if not compartment.take(max(0.0, waiting_until - time.monotonic())):
+            Permit(*taken).release()
+            BULKHEAD_REFUSALS.labels(kind).inc()
+            raise Overloaded(BUSY_MESSAGES[compartment_kind], retry_after=config.BULKHEAD_RETRY_AFTER_SECONDS)
+        taken.append(compartment)
+    return Permit(*taken)
 
 
 @contextmanager

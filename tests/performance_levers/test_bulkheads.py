@@ -42,7 +42,27 @@ def test_a_search_beyond_the_limit_is_a_503_with_retry_after(api_get, tenant, ap
     assert found.status_code == 200 and len(found.get_json()["data"]) == 3
 
 
-def test_bad_input_is_still_a_400_when_the_bulkhead_is_full(api_get, tenant, applications, occupied, no_queue):
+def test_a_worker_busy_with_one_kind_keeps_its_other_thread_for_short_requests(
+        app, client, api_get, tenant, applications, occupied, no_queue, monkeypatch):
+    """With the shipped two threads a process runs one expensive request of any kind at once: a search
+    running means an export is refused, not that both threads are taken; a short request still runs."""
+    assert app.config["KARIBU_THREADS"] == 2 and app.config.get("BULKHEAD_EXPENSIVE") is None
+    with occupied("search"):
+        body = assert_refused(api_get(tenant, EXPORT))
+        assert "searches and exports" in body["error"]
+        assert api_get(tenant, LIST).status_code == 200
+    exported = client.get(EXPORT, headers=tenant.headers)
+    assert exported.status_code == 200 and exported.headers["X-Total-Rows"] == "3"
+    exported.close()
+    monkeypatch.setitem(app.config, "BULKHEAD_EXPENSIVE", 2)
+    with occupied("search"):
+        both = client.get(EXPORT, headers=tenant.headers)
+        assert both.status_code == 200 and both.get_data(as_text=True).count("\n") == 4
+
+
+def test_bad_input_is_still_a_400_when_the_bulkhead_is_full(app, api_get, tenant, applications, occupied, no_queue,
+                                                            monkeypatch):
+    monkeypatch.setitem(app.config, "BULKHEAD_EXPENSIVE", 2)
     with occupied("search"), occupied("export"):
         assert api_get(tenant, SEARCH, {"q": "uwase", "cycle": "nope"}).status_code == 400
         assert api_get(tenant, SEARCH, {"q": "uwase", "limit": "0"}).status_code == 400
@@ -77,8 +97,13 @@ def test_a_queued_request_runs_when_a_place_frees_up(app, client, tenant, applic
     assert [answer.status_code for answer in answers] == [200]
 
 
-def test_no_limit_when_set_to_zero(app, api_get, tenant, applications, occupied, no_queue, monkeypatch):
+def test_no_limit_when_set_to_zero(app, client, api_get, tenant, applications, occupied, no_queue, monkeypatch):
     with occupied("search"):
+        monkeypatch.setitem(app.config, "BULKHEAD_EXPENSIVE", 0)
+        assert_refused(api_get(tenant, SEARCH, {"q": "uwase"}))  # its own kind is still full
+        exported = client.get(EXPORT, headers=tenant.headers)
+        assert exported.status_code == 200
+        exported.close()
         monkeypatch.setitem(app.config, "BULKHEAD_SEARCHES", 0)
         assert api_get(tenant, SEARCH, {"q": "uwase"}).status_code == 200
 
