@@ -28,6 +28,8 @@ from collections import Counter
 from pathlib import Path
 
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.harness import (  # noqa: E402
@@ -49,6 +51,14 @@ def expensive_requests(base: str, export_filter: dict) -> list[tuple[str, str, d
     return work
 
 
+def retrying_idle_connections(session: requests.Session) -> requests.Session:
+    """GETs are retried when a kept-alive connection turns out closed (gunicorn closes one idle for its
+    keep-alive time, here while a client waits out a Retry-After), as HTTP clients do for idempotent requests."""
+    adapter = HTTPAdapter(max_retries=Retry(total=2, connect=2, read=2, status=0, allowed_methods={"GET"}))
+    session.mount("http://", adapter)
+    return session
+
+
 def run_phase(base: str, api_key: str, list_clients: int, expensive_clients: int, seconds: float,
               export_filter: dict) -> tuple[list[float], Counter]:
     """List latencies (seconds) and the outcomes of the expensive work over one phase."""
@@ -56,7 +66,7 @@ def run_phase(base: str, api_key: str, list_clients: int, expensive_clients: int
     latencies: list[float] = []
     outcomes: Counter = Counter()
     lock = threading.Lock()
-    portal = sign_in(base, os.environ["STAFF_EMAIL"], os.environ["STAFF_PASSWORD"]) \
+    portal = retrying_idle_connections(sign_in(base, os.environ["STAFF_EMAIL"], os.environ["STAFF_PASSWORD"])) \
         if expensive_clients and os.environ.get("STAFF_EMAIL") else None
 
     def list_client():
@@ -74,7 +84,7 @@ def run_phase(base: str, api_key: str, list_clients: int, expensive_clients: int
     def expensive_client(offset: int):
         """Loops over the expensive work like a well-behaved partner: a 503 is retried after its Retry-After."""
         work = itertools.islice(itertools.cycle(expensive_requests(base, export_filter)), offset, None)
-        with requests.Session() as session:
+        with retrying_idle_connections(requests.Session()) as session:
             session.headers["Authorization"] = f"Bearer {api_key}"
             for kind, url, params, on_portal in work:
                 client = portal if on_portal else session

@@ -205,9 +205,9 @@ class Settings(BaseModel):
     # Expensive requests of any kind at once per process (None = KARIBU_THREADS - 1, at least 1; 0 = no limit):
     # with both kinds running, a worker still keeps a thread for short requests.
     BULKHEAD_EXPENSIVE: int | None = Field(default=None, ge=0)
-    # Seconds a refused expensive request waits for a place (holding its thread) before its 503, and the
-    # Retry-After of that 503.
-    BULKHEAD_QUEUE_SECONDS: float = Field(default=1.0, ge=0)
+    # Seconds an expensive request may wait for a place before its 503, and the Retry-After of that 503. No
+    # wait by default: a waiting request holds a thread its worker's short requests need (docs/performance.md).
+    BULKHEAD_QUEUE_SECONDS: float = Field(default=0.0, ge=0)
     BULKHEAD_RETRY_AFTER_SECONDS: int = Field(default=2, ge=1)
     # PostgreSQL statement_timeout (milliseconds; 0 = none) of the statements of a text search page and of an
     # exact count (search and date filters); SQLite interrupts them through a progress handler. A search cut

@@ -263,6 +263,14 @@
     window.setTimeout(function () { item.remove(); }, 6000);
   }
 
+  /* The message of the portal's own error partial (a busy search or export: "try again in a few seconds", in
+     the reader's language), when the response is one. */
+  function serverMessage(xhr) {
+    if (xhr.status !== 503 || !xhr.responseText) { return ""; }
+    var alert = new DOMParser().parseFromString(xhr.responseText, "text/html").querySelector(".alert");
+    return alert ? alert.textContent.replace(/\s+/g, " ").trim() : "";
+  }
+
   document.addEventListener("htmx:responseError", function (event) {
     var xhr = event.detail.xhr;
     var reasons = {
@@ -271,7 +279,7 @@
       404: "That item no longer exists.",
       429: "Too many attempts. Wait a moment and try again."
     };
-    toast(reasons[xhr.status] || "Something went wrong (" + xhr.status + "). Try again.");
+    toast(reasons[xhr.status] || serverMessage(xhr) || "Something went wrong (" + xhr.status + "). Try again.");
   });
 
   document.addEventListener("htmx:sendError", function () {

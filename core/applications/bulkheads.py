@@ -4,9 +4,9 @@ behind long ones.
 Each kind of expensive work has its own compartment: `search` (text searches and the exact counts of
 search and date filters) and `export` (CSV, NDJSON and .xlsx exports, zip bundles of documents). An operation
 takes a permit of its kind for as long as it works (a streamed export until its stream is closed); when every
-permit is taken it waits up to BULKHEAD_QUEUE_SECONDS for one, then is refused with `Overloaded` before it has
-done anything (nothing started, nothing written). The API answers that 503 with Retry-After, the portal a
-plain error page.
+permit is taken it may wait up to BULKHEAD_QUEUE_SECONDS for one (none by default: a waiting request holds a
+thread), then is refused with `Overloaded` before it has done anything (nothing started, nothing written). The
+API answers that 503 with Retry-After, the portal a plain error page.
 
 The limits are per process (BULKHEAD_SEARCHES, BULKHEAD_EXPORTS; 0 = no limit), so a node runs at most
 WEB_CONCURRENCY times as many of each. Every operation also takes a place in the process's shared compartment

@@ -8,7 +8,7 @@ from urllib.parse import unquote
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import screenshot, sign_in
-from tests.e2e.test_portal_flow import seed_institution
+from tests.e2e.test_portal_flow import FIRST_NAMES, LAST_NAMES, seed_institution
 
 
 def _focused(page) -> str:
@@ -142,3 +142,24 @@ def test_sending_to_every_matching_applicant_shows_what_will_be_sent_before_it_i
     send.click()
     expect(page.locator("#bulk-result")).to_contain_text("60 of the 60 matching applications changed.")
     assert dialogs == [], "the server's question replaces the browser's"
+
+
+def test_a_search_refused_while_the_searches_are_busy_says_so_in_words(page, page_errors, app, factory):
+    """Every search place of the server taken: typing a search shows the portal's own "try again in a few
+    seconds" (not a bare status code), and the same search works once a place is free."""
+    from core.applications import bulkheads
+
+    institution, admin, _ = seed_institution(factory, applications=3)
+    sign_in(page, admin.email)
+    page.goto("/applicants")
+    with app.app_context():
+        permits = [bulkheads.acquire("search") for _ in range(app.config["BULKHEAD_SEARCHES"])]
+    try:
+        page.locator("#q").fill(LAST_NAMES[0])
+        expect(page.locator("#toasts .toast")).to_contain_text("Too many searches or exports are running right now")
+    finally:
+        for permit in permits:
+            permit.release()
+    page_errors[:] = [error for error in page_errors if "503" not in error]  # the browser logs the refused request
+    page.locator("#q").fill(FIRST_NAMES[0])
+    expect(page.locator("#applicant-rows tr")).not_to_have_count(0)
