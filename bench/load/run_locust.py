@@ -9,6 +9,12 @@ endpoint beside the baseline's, and the load average.
     pip install -e '.[bench]'
     DATABASE_URL=postgresql+psycopg://…/karibu_bench python bench/load/run_locust.py --runs 3
 
+With `--alone` (issue #29) there is no baseline: each run measures every endpoint alone (all the users on that
+one endpoint), then the mix, on one Karibu server, and prints each endpoint's p99 in the mix over its p99 alone
+(goal: at most 3, no failures).
+
+    DATABASE_URL=postgresql+psycopg://…/karibu_bench python bench/load/run_locust.py --alone --runs 3
+
 Karibu's staff session is the seeded admin's (`seed-demo`), or --staff-email/--staff-password.
 """
 from __future__ import annotations
@@ -31,6 +37,8 @@ from bench.harness import (  # noqa: E402
 )
 
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
+# The suffix of the name the locustfile counts a bulkhead's 503 (with Retry-After) under.
+REFUSED = " refused (503)"
 ENDPOINTS = ("list", "search", "by-id", "patch", "verification", "portal applicants")
 
 
@@ -72,10 +80,48 @@ def run_locust(base: str, options, env_extra: dict[str, str]) -> dict[str, dict]
                        "failures": int(row["Failure Count"]), "requests": int(row["Request Count"])}
                 for name, row in rows.items()
                 if (name in ENDPOINTS or name == "Aggregated") and int(row["Request Count"])}  # else N/A
+    measured["Aggregated"]["refusals"] = {name.removesuffix(REFUSED): int(row["Request Count"])
+                                          for name, row in rows.items() if name.endswith(REFUSED)}
     if "Aggregated" not in measured:  # locust writes its CSV once a second: a shorter run leaves none
         raise SystemExit("locust recorded no requests: give it a few seconds (--run-time, --max-requests)")
     measured["Aggregated"]["reasons"] = reasons
     return measured
+
+
+def mix_against_alone(options, settings: dict, key: str, verification: dict, env_extra: dict) -> None:
+    """Each run: every endpoint alone, then the mix, on one server; p99 in the mix over p99 alone."""
+    alone: dict[str, list[float]] = {name: [] for name in ENDPOINTS}
+    mixed: dict[str, list[float]] = {name: [] for name in ENDPOINTS}
+    failures = 0
+    refusals: dict[str, int] = {}
+    for run in range(1, options.runs + 1):
+        with gunicorn("wsgi:app", **settings) as server:
+            cookie = session_cookie(server.url, options.staff_email, options.staff_password)
+            warm(server.url, key, cookie, verification)
+            environment = {**env_extra, "KARIBU_LOAD_PORTAL_COOKIE": cookie}
+            for name in ENDPOINTS:
+                measured = run_locust(server.url, options, {**environment, "KARIBU_LOAD_ONLY": name})
+                alone[name].append(measured[name]["p99"])
+                failures += measured["Aggregated"]["failures"]
+                for refused, count in measured["Aggregated"]["refusals"].items():
+                    refusals[f"{refused} alone"] = refusals.get(f"{refused} alone", 0) + count
+            measured = run_locust(server.url, options, environment)
+            for name in ENDPOINTS:
+                mixed[name].append(measured[name]["p99"])
+            failures += measured["Aggregated"]["failures"]
+            for refused, count in measured["Aggregated"]["refusals"].items():
+                refusals[f"{refused} in the mix"] = refusals.get(f"{refused} in the mix", 0) + count
+            for reason in measured["Aggregated"]["reasons"]:
+                print(f"  failed: {reason}")
+        print(f"run {run}: mix {measured['Aggregated']['rps']:.0f} req/s, load {load_average()}", flush=True)
+    print("\np99 per endpoint (ms), min / median / max over the runs (locust rounds to 2 significant digits)")
+    print(f"{'endpoint':18s} {'alone':>18s} {'in the mix':>18s} {'mix / alone':>18s}")
+    for name in ENDPOINTS:
+        ratios = [mix / single for mix, single in zip(mixed[name], alone[name])]
+        print(f"{name:18s} {spread(alone[name]):>18s} {spread(mixed[name]):>18s} {spread(ratios, 2):>18s}")
+    print(f"failures: {failures} (goal: none); goal: every ratio at most 3; load average at the end: {load_average()}")
+    for name, count in sorted(refusals.items()):
+        print(f"refused by a bulkhead (503 with Retry-After, not timed): {name} {count}")
 
 
 def main() -> None:
@@ -88,6 +134,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--staff-email", default="admin@demo-university.ac.rw")
     parser.add_argument("--staff-password", default="karibu-demo-2026")
+    parser.add_argument("--alone", action="store_true",
+                        help="each endpoint alone, then the mix: p99 in the mix over p99 alone (no baseline)")
     options = parser.parse_args()
     if importlib.util.find_spec("locust") is None:
         raise SystemExit("locust is not installed: pip install -e '.[bench]'")
@@ -105,6 +153,8 @@ def main() -> None:
           f"bytes; load {load_average()}")
     env_extra = {"KARIBU_LOAD_API_KEY": key, "KARIBU_LOAD_VERIFICATION": json.dumps(verification),
                  "KARIBU_LOAD_MAX_REQUESTS": str(options.max_requests), "KARIBU_LOAD_SECONDS": str(options.run_time)}
+    if options.alone:
+        return mix_against_alone(options, settings, key, verification, env_extra)
     results: dict[str, list[dict]] = {"baseline": [], "karibu": []}
     for run in range(1, options.runs + 1):
         with gunicorn("bench.harness.baseline_app:app", env=server_env(BASELINE_BODY_BYTES=str(body_bytes)),
