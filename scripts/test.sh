@@ -1,5 +1,11 @@
 #!/usr/bin/env bash
-# Runs the whole test suite, first on PostgreSQL, then on SQLite. Extra arguments go to pytest.
+# Runs the whole test suite on PostgreSQL and on SQLite at the same time, each with pytest-xdist workers.
+# Extra arguments go to both pytest runs. Each run's output is kept in its own file and printed, under its
+# database's name, when the run ends; the script fails when either run fails.
+#
+# Redis: KARIBU_TEST_REDIS_URL names the first database (default 1). The PostgreSQL run's workers use it and
+# the next ones (one per worker), the SQLite run's workers the ones after those: 2 x KARIBU_TEST_WORKERS
+# databases in all, each free or already marked as the suite's (tests/redis_guard.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
@@ -7,14 +13,46 @@ source scripts/lib.sh
 ensure_venv test
 export KARIBU_TEST_REDIS_URL="${KARIBU_TEST_REDIS_URL:-redis://127.0.0.1:6379/1}"
 export KARIBU_TEST_POSTGRES_URL="${KARIBU_TEST_POSTGRES_URL:-postgresql://$(id -un)@127.0.0.1:5432/postgres}"
+WORKERS="${KARIBU_TEST_WORKERS:-2}"
 ensure_redis "$KARIBU_TEST_REDIS_URL"
 ensure_postgres
 if [ -d tests/e2e ]; then ensure_chromium; fi
 ensure_nginx
 
+redis_base="${KARIBU_TEST_REDIS_URL%/*}"
+first_db="${KARIBU_TEST_REDIS_URL##*/}"
+case "$first_db" in ''|*[!0-9]*) redis_base="$KARIBU_TEST_REDIS_URL"; first_db=0 ;; esac
+
+logs="$(mktemp -d)"
+pids=()
+stop_runs() { for pid in "${pids[@]}"; do kill -- "$pid" 2>/dev/null || true; done; }
+trap 'stop_runs; rm -rf "$logs"' EXIT
+trap 'exit 130' INT TERM
+
+# One database's run, in the background: its workers keep whole test files together, so a file's live servers
+# start once.
+start_suite() {  # database, first Redis database number, pytest arguments
+  KARIBU_TEST_DB="$1" KARIBU_TEST_REDIS_URL="$redis_base/$2" \
+    "$PYTHON" -m pytest -p no:cacheprovider -n "$WORKERS" --dist loadfile "${@:3}" >"$logs/$1.log" 2>&1 &
+  pids+=($!)
+}
+
+say "Test suite on PostgreSQL and on SQLite at the same time, $WORKERS workers each"
+start_suite postgres "$first_db" "$@"
+start_suite sqlite "$((first_db + WORKERS))" "$@"
+
 status=0
-say "Test suite on PostgreSQL"
-KARIBU_TEST_DB=postgres "$PYTHON" -m pytest -p no:cacheprovider "$@" || status=$?
-say "Test suite on SQLite"
-KARIBU_TEST_DB=sqlite "$PYTHON" -m pytest -p no:cacheprovider "$@" || status=$?
+outcomes=()
+for index in 0 1; do
+  database=$([ "$index" -eq 0 ] && echo postgres || echo sqlite)
+  name=$([ "$index" -eq 0 ] && echo PostgreSQL || echo SQLite)
+  run_status=0
+  wait "${pids[$index]}" || run_status=$?
+  say "Test suite on $name"
+  cat "$logs/$database.log"
+  if [ "$run_status" -eq 0 ]; then outcomes+=("$name: passed"); else
+    outcomes+=("$name: FAILED (pytest exit status $run_status)"); status=1; fi
+done
+pids=()
+for outcome in "${outcomes[@]}"; do say "$outcome"; done
 exit "$status"

@@ -9,6 +9,11 @@ its `g`) for the request. Factories open their own short contexts and return det
 
 The suite flushes its Redis database, so it uses only a database marked as its own (tests/redis_guard.py):
 an empty one is marked at the start of the session, and one holding someone else's data stops the run.
+
+Run in parallel (pytest-xdist, `-n N`), each worker is a session of its own: it makes its own PostgreSQL or
+SQLite database, and its own Redis database, the next ones after KARIBU_TEST_REDIS_URL's: worker gw0 uses
+that database's number, gw1 the number plus one, and so on, so `-n 4` from `.../6379/4` uses databases 4 to
+7 (all free, or marked as the suite's; Redis has 16 by default). Each worker marks and checks its own.
 """
 from __future__ import annotations
 
@@ -39,11 +44,27 @@ TEST_DB = os.environ.get("KARIBU_TEST_DB", "sqlite")
 Flask.test_client_class = ErrorShapeCheckingClient
 POSTGRES_ADMIN_URL = normalise_database_url(
     os.environ.get("KARIBU_TEST_POSTGRES_URL", "postgresql://root@127.0.0.1:5432/postgres"))
-REDIS_URL = os.environ.get("KARIBU_TEST_REDIS_URL", "redis://127.0.0.1:6379/1")
+
+
+def worker_redis_url(base_url: str, worker: str | None) -> str:
+    """The Redis database of this pytest process: the base one, or for xdist worker gwN the base number + N."""
+    if not worker:
+        return base_url
+    base, _, number = base_url.rstrip("/").rpartition("/")
+    if not number.isdigit():
+        base, number = base_url.rstrip("/"), "0"
+    return f"{base}/{int(number) + int(worker.removeprefix('gw'))}"
+
+
+REDIS_URL = worker_redis_url(os.environ.get("KARIBU_TEST_REDIS_URL", "redis://127.0.0.1:6379/1"),
+                             os.environ.get("PYTEST_XDIST_WORKER"))
 
 
 def pytest_sessionstart(session):
-    """Refuse a Redis database that holds data the suite did not write (it would be flushed)."""
+    """Refuse a Redis database that holds data the suite did not write (it would be flushed).
+
+    Under xdist this runs in each worker too, for the worker's own database (the controller, which runs no
+    test, checks the base one)."""
     client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2, socket_timeout=2)
     try:
         if not mark_if_empty(client):

@@ -165,6 +165,7 @@ def test_pages_in_their_answer_states_have_no_serious_accessibility_problems(pag
 
     page.goto("/try")
     page.get_by_role("link", name="A-Level · ", exact=False).first.click()
+    page.locator("[data-announce-text]").wait_for(state="attached")  # the demo's fields are swapped in
     page.get_by_role("button", name="Verify").click()
     page.locator(".certificate").wait_for()
     assert_accessible(page, "/try with a result")

@@ -51,8 +51,11 @@ def private_redis(tmp_path):
 
 
 def _collect_with(url: str) -> subprocess.CompletedProcess:
-    """Start a pytest session (collection only: nothing runs) with the suite pointed at `url`."""
-    environment = {**os.environ, "KARIBU_TEST_REDIS_URL": url}
+    """Start a pytest session (collection only: nothing runs) with the suite pointed at `url`.
+
+    Not as an xdist worker even when this test runs in one: the session must use `url`'s database itself."""
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("PYTEST_XDIST_")}
+    environment["KARIBU_TEST_REDIS_URL"] = url
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q",
          "tests/foundation/test_redis_guard.py"],
