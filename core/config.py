@@ -205,6 +205,11 @@ class Settings(BaseModel):
     # Expensive requests of any kind at once per process (None = KARIBU_THREADS - 1, at least 1; 0 = no limit):
     # with both kinds running, a worker still keeps a thread for short requests.
     BULKHEAD_EXPENSIVE: int | None = Field(default=None, ge=0)
+    # Expensive requests at once in all the web processes of a node (None = CPU cores; 0 = no node limit), so
+    # they never hold every core; their lock files' directory ("" = no node limit; gunicorn's configuration
+    # makes one per master).
+    BULKHEAD_NODE_EXPENSIVE: int | None = Field(default=None, ge=0)
+    BULKHEAD_NODE_DIR: str = ""
     # Seconds an expensive request may wait for a place before its 503, and the Retry-After of that 503. No
     # wait by default: a waiting request holds a thread its worker's short requests need (docs/performance.md).
     BULKHEAD_QUEUE_SECONDS: float = Field(default=0.0, ge=0)

@@ -54,12 +54,21 @@ metrics_directory = (_settings.PROMETHEUS_MULTIPROC_DIR
                      or os.path.join(tempfile.gettempdir(), f"karibu-metrics-{os.getpid()}"))
 os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_directory
 
+# The lock files of the node's bulkhead places (core.applications.bulkheads), shared by this master's workers
+# through their environment; by default one directory per master, removed when it exits.
+_bulkheads_made_here = not _settings.BULKHEAD_NODE_DIR
+bulkheads_directory = (_settings.BULKHEAD_NODE_DIR
+                       or os.path.join(tempfile.gettempdir(), f"karibu-bulkheads-{os.getpid()}"))
+os.environ["BULKHEAD_NODE_DIR"] = bulkheads_directory
+
 
 def on_starting(server):
-    """Counters of an earlier run must not be added in: start from an empty directory."""
+    """Counters of an earlier run must not be added in: start from an empty directory. The bulkheads' lock
+    directory is made now, before the workers need it."""
     directory = metrics_directory
     shutil.rmtree(directory, ignore_errors=True)
     os.makedirs(directory, exist_ok=True)
+    os.makedirs(bulkheads_directory, mode=0o700, exist_ok=True)
 
 
 def child_exit(server, worker):
@@ -71,3 +80,5 @@ def child_exit(server, worker):
 def on_exit(server):
     if _made_here:
         shutil.rmtree(metrics_directory, ignore_errors=True)
+    if _bulkheads_made_here:
+        shutil.rmtree(bulkheads_directory, ignore_errors=True)

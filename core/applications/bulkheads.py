@@ -11,12 +11,19 @@ API answers that 503 with Retry-After, the portal a plain error page.
 The limits are per process (BULKHEAD_SEARCHES, BULKHEAD_EXPORTS; 0 = no limit), so a node runs at most
 WEB_CONCURRENCY times as many of each. Every operation also takes a place in the process's shared compartment
 (BULKHEAD_EXPENSIVE, by default one less than the worker's threads): however the kinds mix, a worker keeps a
-thread for short requests. Nothing here needs Redis.
+thread for short requests. Last, the node's web processes share BULKHEAD_NODE_EXPENSIVE places (by default one
+per CPU core), so expensive work never takes every core from short requests: a place is an exclusive `flock`
+on one of that many lock files in BULKHEAD_NODE_DIR, which gunicorn's configuration makes for each master
+(empty: no node limit, as in a single process). The kernel frees the lock of a process that dies, so no place
+is ever lost. Nothing here needs Redis.
 """
 from __future__ import annotations
 
+import fcntl
+import os
 import threading
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 
 import prometheus_client
@@ -26,8 +33,9 @@ from core.config import settings
 from core.errors import ServiceUnavailable
 
 KINDS = ("search", "export")
-# The compartment every kind also takes a place in.
+# The compartments every kind also takes a place in: the process's and the node's.
 SHARED = "expensive"
+NODE = "node"
 
 BULKHEAD_REFUSALS = prometheus_client.Counter(
     "karibu_bulkhead_refusals_total", "Expensive operations refused because their bulkhead stayed full",
@@ -48,7 +56,11 @@ BUSY_MESSAGES = {
     "search": "Too many searches are running: retry after the number of seconds in Retry-After",
     "export": "Too many exports are running: retry after the number of seconds in Retry-After",
     SHARED: "Too many searches and exports are running: retry after the number of seconds in Retry-After",
+    NODE: "Too many searches and exports are running: retry after the number of seconds in Retry-After",
 }
+
+# How often a request allowed to wait (BULKHEAD_QUEUE_SECONDS) tries the node's lock files again.
+_NODE_POLL_SECONDS = 0.01
 
 
 class _Compartment:
@@ -58,12 +70,36 @@ class _Compartment:
         self.limit = limit
         self._free = threading.BoundedSemaphore(limit) if limit else None
 
-    def take(self, wait: float) -> bool:
-        return self._free is None or self._free.acquire(timeout=wait)
+    def take(self, wait: float) -> Callable[[], None] | None:
+        """What gives the taken place back, or None when no place came free within `wait` seconds."""
+        if self._free is None:
+            return lambda: None
+        return self._free.release if self._free.acquire(timeout=wait) else None
 
-    def give_back(self) -> None:
-        if self._free is not None:
-            self._free.release()
+
+class _NodeCompartment:
+    """The places the node's web processes share: `limit` lock files in `directory`, each taken with an
+    exclusive, non-blocking `flock` (another open of the same file, in any process or thread, conflicts)."""
+
+    def __init__(self, directory: str, limit: int):
+        self.limit = limit
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        self.paths = [os.path.join(directory, f"expensive-{number}.lock") for number in range(limit)]
+
+    def take(self, wait: float) -> Callable[[], None] | None:
+        waiting_until = time.monotonic() + wait
+        while True:
+            for path in self.paths:
+                descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+                try:
+                    fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    os.close(descriptor)
+                    continue
+                return lambda: os.close(descriptor)  # closing the file releases its lock
+            if time.monotonic() >= waiting_until:
+                return None
+            time.sleep(_NODE_POLL_SECONDS)
 
 
 _compartments_lock = threading.Lock()
@@ -74,13 +110,19 @@ def _limit(kind: str) -> int:
     if kind == SHARED:
         return config.BULKHEAD_EXPENSIVE if config.BULKHEAD_EXPENSIVE is not None \
             else max(1, config.KARIBU_THREADS - 1)
+    if kind == NODE:
+        return config.BULKHEAD_NODE_EXPENSIVE if config.BULKHEAD_NODE_EXPENSIVE is not None \
+            else os.cpu_count() or 1
     return {"search": config.BULKHEAD_SEARCHES, "export": config.BULKHEAD_EXPORTS}[kind]
 
 
-def _compartment(kind: str) -> _Compartment:
+def _compartment(kind: str) -> _Compartment | _NodeCompartment | None:
     """This app's compartment of `kind`, made again when its limit setting changed (permits still held in
-    the old one are given back to it)."""
+    the old one are given back to it); None for the node's when there is no node limit."""
     limit = _limit(kind)
+    if kind == NODE:
+        directory = settings().BULKHEAD_NODE_DIR
+        return _NodeCompartment(directory, limit) if directory and limit else None
     with _compartments_lock:
         compartments = current_app.extensions.setdefault("karibu_bulkheads", {})
         compartment = compartments.get(kind)
@@ -90,18 +132,18 @@ def _compartment(kind: str) -> _Compartment:
 
 
 class Permit:
-    """Taken places in bulkheads (its kind's and the shared one); `release()` (idempotent, from any thread)
-    gives them back."""
+    """Taken places in bulkheads (its kind's, the process's shared one and the node's); `release()`
+    (idempotent, from any thread) gives them back."""
 
-    def __init__(self, *compartments: _Compartment):
-        self._compartments: tuple[_Compartment, ...] = compartments
+    def __init__(self, *give_backs: Callable[[], None]):
+        self._give_backs: tuple[Callable[[], None], ...] = give_backs
         self._lock = threading.Lock()
 
     def release(self) -> None:
         with self._lock:
-            compartments, self._compartments = self._compartments, ()
-        for compartment in compartments:
-            compartment.give_back()
+            give_backs, self._give_backs = self._give_backs, ()
+        for give_back in reversed(give_backs):
+            give_back()
 
     def __del__(self) -> None:  # a holder dropped without closing (a stream never closed) gives it back
         self.release()
@@ -120,13 +162,16 @@ def acquire(kind: str) -> Permit:
     config = settings()
     waiting_until = time.monotonic() + config.BULKHEAD_QUEUE_SECONDS
     taken = []
-    for compartment_kind in (kind, SHARED):
+    for compartment_kind in (kind, SHARED, NODE):
         compartment = _compartment(compartment_kind)
-        if not compartment.take(max(0.0, waiting_until - time.monotonic())):
+        if compartment is None:
+            continue
+        give_back = compartment.take(max(0.0, waiting_until - time.monotonic()))
+        if give_back is None:
             Permit(*taken).release()
             BULKHEAD_REFUSALS.labels(kind).inc()
             raise Overloaded(BUSY_MESSAGES[compartment_kind], retry_after=config.BULKHEAD_RETRY_AFTER_SECONDS)
-        taken.append(compartment)
+        taken.append(give_back)
     return Permit(*taken)
 
 

@@ -2,6 +2,8 @@
 change nothing (no export started, no audit row of an action done, one request counted by the rate limit)."""
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 
@@ -58,6 +60,41 @@ def test_a_worker_busy_with_one_kind_keeps_its_other_thread_for_short_requests(
     with occupied("search"):
         both = client.get(EXPORT, headers=tenant.headers)
         assert both.status_code == 200 and both.get_data(as_text=True).count("\n") == 4
+
+
+HOLD_A_NODE_PLACE = """
+import fcntl, os, sys
+descriptor = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.flock(descriptor, fcntl.LOCK_EX)
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_the_web_processes_of_a_node_share_its_places(app, api_get, tenant, applications, no_queue, monkeypatch,
+                                                       tmp_path):
+    """Another web process of the node holding its only place (a lock file in BULKHEAD_NODE_DIR): this
+    process's search is refused although its own compartments are free, and runs once that process is gone
+    (killed: the kernel frees its lock, no place is lost)."""
+    monkeypatch.setitem(app.config, "BULKHEAD_NODE_DIR", str(tmp_path))
+    monkeypatch.setitem(app.config, "BULKHEAD_NODE_EXPENSIVE", 1)
+    assert api_get(tenant, SEARCH, {"q": "uwase"}).status_code == 200
+    other_process = subprocess.Popen([sys.executable, "-c", HOLD_A_NODE_PLACE, str(tmp_path / "expensive-0.lock")],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert other_process.stdout.readline() == "held\n"
+        body = assert_refused(api_get(tenant, SEARCH, {"q": "uwase"}))
+        assert "searches and exports" in body["error"]
+        assert api_get(tenant, LIST).status_code == 200  # short requests are not held back
+        monkeypatch.setitem(app.config, "BULKHEAD_NODE_EXPENSIVE", 2)  # a second place on the node
+        assert api_get(tenant, SEARCH, {"q": "uwase"}).status_code == 200
+        monkeypatch.setitem(app.config, "BULKHEAD_NODE_EXPENSIVE", 1)
+        assert_refused(api_get(tenant, SEARCH, {"q": "uwase"}))
+    finally:
+        other_process.kill()
+        other_process.wait(10)
+    found = api_get(tenant, SEARCH, {"q": "uwase"})
+    assert found.status_code == 200 and len(found.get_json()["data"]) == 3
 
 
 def test_bad_input_is_still_a_400_when_the_bulkhead_is_full(app, api_get, tenant, applications, occupied, no_queue,
