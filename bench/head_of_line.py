@@ -54,7 +54,8 @@ def expensive_requests(base: str, export_filter: dict) -> list[tuple[str, str, d
 def retrying_idle_connections(session: requests.Session) -> requests.Session:
     """GETs are retried when a kept-alive connection turns out closed (gunicorn closes one idle for its
     keep-alive time, here while a client waits out a Retry-After), as HTTP clients do for idempotent requests."""
-    adapter = HTTPAdapter(max_retries=Retry(total=2, connect=2, read=2, status=0, allowed_methods={"GET"}))
+    adapter = HTTPAdapter(max_retries=Retry(total=2, connect=2, read=2, status=0, allowed_methods={"GET"},
+                                            respect_retry_after_header=False))  # the client loop answers a 503
     session.mount("http://", adapter)
     return session
 

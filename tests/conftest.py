@@ -60,6 +60,18 @@ REDIS_URL = worker_redis_url(os.environ.get("KARIBU_TEST_REDIS_URL", "redis://12
                              os.environ.get("PYTEST_XDIST_WORKER"))
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "long_running: minutes of waiting on an outage or a clock; such files are scheduled first")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The long-running files first (in their order), then the rest: pytest-xdist hands out whole files in
+    collection order, so a worker that starts a two-minute outage test early does not finish long after the
+    others."""
+    items.sort(key=lambda item: item.get_closest_marker("long_running") is None)
+
+
 def pytest_sessionstart(session):
     """Refuse a Redis database that holds data the suite did not write (it would be flushed).
 

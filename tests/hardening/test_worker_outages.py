@@ -25,6 +25,9 @@ from tests.webhooks.conftest import (  # noqa: F401
 from tests.webhooks.test_webhook_engine import configure, deliveries, emit
 from tests.webhooks.test_webhook_recovery import start_worker
 
+# Minutes of waiting on an outage or a clock: scheduled first, so parallel test workers finish together.
+pytestmark = pytest.mark.long_running
+
 OUTAGE_SECONDS = 12
 # The back-off is capped at 15 s; the worker's next attempt falls at most that long after Redis returns.
 RECOVERY_BOUND_SECONDS = 25

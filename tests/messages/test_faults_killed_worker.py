@@ -12,10 +12,15 @@ import signal
 import time
 from collections import Counter
 
+import pytest
+
 from tests.messages.conftest import all_messages, send_decisions
 from tests.messages.test_faults_smtp_outage import message_ids, processes, timed_smtp, worker_environment  # noqa: F401
 from tests.messages.test_outbox import _setup
 from tests.webhooks.conftest import wait_until
+
+# Minutes of waiting on an outage or a clock: scheduled first, so parallel test workers finish together.
+pytestmark = pytest.mark.long_running
 
 EMAILS = 40
 SLOW_DATA_SECONDS = 0.2  # the server keeps each email, then answers DATA this much later

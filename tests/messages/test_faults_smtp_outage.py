@@ -20,6 +20,9 @@ from tests.messages.test_outbox import _setup
 from tests.operations.processes import Processes, app_environment, free_port
 from tests.webhooks.conftest import wait_until
 
+# Minutes of waiting on an outage or a clock: scheduled first, so parallel test workers finish together.
+pytestmark = pytest.mark.long_running
+
 OUTAGE_SECONDS = 120
 EMAILS = 40
 # One probe interval at most (30 s), plus a worker's sweep (10 s) and the sends themselves.

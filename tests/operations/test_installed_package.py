@@ -14,6 +14,9 @@ import requests
 from tests.conftest import REDIS_URL, auth_header
 from tests.operations.processes import ROOT, Processes, app_environment, free_port, wait_until_up
 
+# Minutes of waiting on an outage or a clock: scheduled first, so parallel test workers finish together.
+pytestmark = pytest.mark.long_running
+
 
 def _tracked_files() -> list[str]:
     return subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()

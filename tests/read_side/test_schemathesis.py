@@ -23,6 +23,9 @@ from core.scoping import InstitutionScope
 from tests.conftest import auth_header
 from tests.read_side.conftest import make_tenant
 
+# Minutes of waiting on an outage or a clock: scheduled first, so parallel test workers finish together.
+pytestmark = pytest.mark.long_running
+
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
           ignored_auth]
 

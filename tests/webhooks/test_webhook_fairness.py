@@ -17,6 +17,9 @@ from core.webhooks.delivery import drain_due_deliveries
 from tests.webhooks.test_webhook_engine import configure, deliveries, emit
 from tests.webhooks.webhook_receiver import Receiver
 
+# Minutes of waiting on an outage or a clock: scheduled first, so parallel test workers finish together.
+pytestmark = pytest.mark.long_running
+
 SLOW_SECONDS = 10.0
 # Far below SLOW_SECONDS, far above what the fast deliveries need even on a busy two-core machine.
 FAST_ENOUGH_SECONDS = 6.0

@@ -32,6 +32,9 @@ from tests.operations.processes import Processes, app_environment
 from tests.operations.tcp_proxy import TcpProxy
 from tests.webhooks.test_webhook_recovery import start_worker
 
+# Minutes of waiting on an outage or a clock: scheduled first, so parallel test workers finish together.
+pytestmark = pytest.mark.long_running
+
 FAST = {"WORKER_MAINTENANCE_SECONDS": "2", "WEBHOOK_SWEEP_SECONDS": "1"}
 # Generous bounds: these tests prove that recovery happens by itself, not how fast.
 RECOVERY_BOUND_SECONDS = 90
