@@ -89,13 +89,14 @@ def run_locust(base: str, options, env_extra: dict[str, str]) -> dict[str, dict]
 
 
 def mix_against_alone(options, settings: dict, key: str, verification: dict, env_extra: dict) -> None:
-    """Each run: every endpoint alone, then the mix, on one server; p99 in the mix over p99 alone."""
+    """Each run: every endpoint alone, then the mix, on one server started with the shipped configuration
+    (`ops.gunicorn_config`, with --workers and --threads); p99 in the mix over p99 alone."""
     alone: dict[str, list[float]] = {name: [] for name in ENDPOINTS}
     mixed: dict[str, list[float]] = {name: [] for name in ENDPOINTS}
     failures = 0
     refusals: dict[str, int] = {}
     for run in range(1, options.runs + 1):
-        with gunicorn("wsgi:app", **settings) as server:
+        with gunicorn("wsgi:app", deployed=True, **settings) as server:
             cookie = session_cookie(server.url, options.staff_email, options.staff_password)
             warm(server.url, key, cookie, verification)
             environment = {**env_extra, "KARIBU_LOAD_PORTAL_COOKIE": cookie}

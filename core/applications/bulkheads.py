@@ -27,7 +27,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 
 import prometheus_client
-from flask import current_app
+from flask import current_app, g
 
 from core.config import settings
 from core.errors import ServiceUnavailable
@@ -155,14 +155,24 @@ class Permit:
         self.release()
 
 
+# Set on the app context (one request's, one job's) while it holds the shared and the node's places.
+_HOLDS_SHARED_PLACES = "karibu_bulkhead_shared_places"
+
+
 def acquire(kind: str) -> Permit:
-    """A permit of `kind`, waiting up to BULKHEAD_QUEUE_SECONDS for one; `Overloaded` when none came free."""
+    """A permit of `kind`, waiting up to BULKHEAD_QUEUE_SECONDS for one; `Overloaded` when none came free.
+
+    Work started inside other expensive work of the same request (the search a zip runs for its `q`) takes
+    only its kind's place: the outer work already holds the shared and the node's places for this request.
+    """
     if kind not in KINDS:
         raise ValueError(f"unknown bulkhead {kind!r}")
     config = settings()
     waiting_until = time.monotonic() + config.BULKHEAD_QUEUE_SECONDS
+    holder = g._get_current_object()
+    nested = getattr(holder, _HOLDS_SHARED_PLACES, False)
     taken = []
-    for compartment_kind in (kind, SHARED, NODE):
+    for compartment_kind in (kind,) if nested else (kind, SHARED, NODE):
         compartment = _compartment(compartment_kind)
         if compartment is None:
             continue
@@ -172,6 +182,9 @@ def acquire(kind: str) -> Permit:
             BULKHEAD_REFUSALS.labels(kind).inc()
             raise Overloaded(BUSY_MESSAGES[compartment_kind], retry_after=config.BULKHEAD_RETRY_AFTER_SECONDS)
         taken.append(give_back)
+    if not nested:
+        setattr(holder, _HOLDS_SHARED_PLACES, True)
+        taken.append(lambda: setattr(holder, _HOLDS_SHARED_PLACES, False))
     return Permit(*taken)
 
 

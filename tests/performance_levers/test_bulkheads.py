@@ -169,6 +169,19 @@ def test_a_zip_holds_its_place_until_its_stream_ends(client, tenant, application
     exported.close()
 
 
+def test_a_zip_of_a_search_runs_its_search_inside_its_own_places(client, tenant, applications, occupied, no_queue):
+    """A zip filtered by `q` searches inside the zip's own request: it takes the search's place, not a
+    second shared place of the process (which it holds already), so it is not refused by itself."""
+    zipped = client.get(ZIP, query_string={"q": "uwase"}, headers=tenant.headers)
+    assert zipped.status_code == 200, zipped.get_data(as_text=True)
+    zipped.get_data()
+    with occupied("search"):  # every search place taken: the zip's search cannot run, and nothing starts
+        assert_refused(client.get(ZIP, query_string={"q": "uwase"}, headers=tenant.headers))
+    exported = client.get(EXPORT, headers=tenant.headers)  # every place was given back
+    assert exported.status_code == 200
+    exported.close()
+
+
 def test_the_refusal_is_documented_in_the_openapi_document(client):
     document = client.get("/api/v1/openapi.json").get_json()
     for path in (LIST, SEARCH, EXPORT, ZIP):
