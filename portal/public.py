@@ -41,8 +41,9 @@ def _public_form_limit() -> str:
 
 
 def _language_url(code: str) -> str:
-    """This page (its query kept, e.g. the chosen answer) in another language."""
-    return url_for(request.endpoint, **request.view_args, **{**request.args.to_dict(), "lang": code})
+    """This page (its query kept, e.g. the chosen answer) in another language. The path's own values win over a
+    query argument of the same name (`?token=` beside a link's token)."""
+    return url_for(request.endpoint, **{**request.args.to_dict(), "lang": code, **(request.view_args or {})})
 
 
 @public_bp.context_processor
