@@ -31,7 +31,7 @@ from core.secret_key import resolve_secret_key, warn_about_readable_dotenv
 from jobs.cli import worker_command
 from ops.health import health_bp
 from ops.input_guard import GuardedBodyMiddleware, UnreadableBody, undecodable_input
-from ops.logs import configure_logging
+from ops.logs import configure_logging, redact_access_lines
 from ops.metrics import count_rate_limit_refusal, instrument_requests, metrics_bp
 from portal.brand_assets import bp as brand_bp
 from portal.errors import database_unavailable_page, html_error
@@ -85,6 +85,7 @@ def create_app(overrides: dict | None = None) -> Flask:
     register_blueprints(app)
     register_errorhandlers(app)
     register_commands(app)
+    redact_access_lines(app)
     return app
 
 

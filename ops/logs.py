@@ -74,6 +74,14 @@ class AccessLineRedaction(logging.Filter):
         return f"{shown}?{redact_query(query)}" if query else shown
 
 
+def redact_access_lines(app: Flask) -> None:
+    """The development server's access lines redacted against `app`'s routes. Called once the app is whole:
+    an app that failed to start (a bad setting) must not leave its empty URL map on the process-wide logger."""
+    werkzeug_logger = logging.getLogger("werkzeug")
+    werkzeug_logger.filters[:] = [f for f in werkzeug_logger.filters if not isinstance(f, AccessLineRedaction)]
+    werkzeug_logger.addFilter(AccessLineRedaction(app.url_map))
+
+
 def json_formatter() -> logging.Formatter:
     return JsonFormatter(
         "{asctime}{levelname}{name}{message}{request_id}{institution_id}", style="{",
@@ -99,9 +107,6 @@ def configure_logging(app: Flask, log_format: str, level: str) -> None:
         logger.addFilter(RequestContextFilter())
     if log_format == "json":
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # its access lines would duplicate ours
-    werkzeug_logger = logging.getLogger("werkzeug")
-    werkzeug_logger.filters[:] = [f for f in werkzeug_logger.filters if not isinstance(f, AccessLineRedaction)]
-    werkzeug_logger.addFilter(AccessLineRedaction(app.url_map))
 
     @app.before_request
     def _start_request_clock():

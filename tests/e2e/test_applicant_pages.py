@@ -46,6 +46,9 @@ MEASURE = """() => {
 
 
 def assert_fits_a_phone(page, name: str) -> None:
+    # Measured as a person sees it: the browser paints only once the stylesheets are in, while a script may
+    # run before (the page without its CSS is 376 px wide).
+    page.wait_for_load_state("load")
     measured = page.evaluate(MEASURE)
     assert measured["scrollWidth"] <= PHONE["width"], f"{name} overflows: {measured['scrollWidth']}px wide"
     assert measured["small"] == [], f"{name}: touch targets under 44 px: {measured['small']}"

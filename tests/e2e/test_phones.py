@@ -71,6 +71,7 @@ def admin_in(new_page, seeded: Seeded, factory):
 
 
 def assert_fits(page, path: str, width: int) -> None:
+    page.wait_for_load_state("load")  # the stylesheets in, as a person sees the page
     scroll_width = page.evaluate("() => document.documentElement.scrollWidth")
     assert scroll_width <= width, f"{path} is {scroll_width} px wide at {width} px: {page.evaluate(OFFENDERS)}"
 

@@ -8,8 +8,11 @@ import urllib.request
 
 import pytest
 
+from core.config import ConfigurationError
 from ops.logs import json_formatter
+from tests.conftest import app_config
 from tests.live_server import base_url, serving
+from wsgi import create_app
 
 TOKEN = "Zt4xQ9pLmW2vR7kB1nC8dF3gH6jK0sYa"
 TOKEN_PATHS = [f"/account/reset/{TOKEN}", f"/account/invitation/{TOKEN}", f"/decisions/respond/{TOKEN}",
@@ -35,6 +38,19 @@ def served(app):
 
 
 def test_the_development_servers_access_lines_mask_the_token(served, caplog):
+    assert_access_lines_masked(served, caplog)
+
+
+def test_an_app_that_failed_to_start_leaves_the_redaction_of_the_running_one(app, database_url, tmp_path,
+                                                                            caplog):
+    with serving(app) as server:
+        with pytest.raises(ConfigurationError):
+            create_app({**app_config(database_url, tmp_path / "documents"),
+                        "WEBHOOK_DEV_RECEIVER_URL": "http://192.0.2.1:8766/"})
+        assert_access_lines_masked(base_url(server), caplog)
+
+
+def assert_access_lines_masked(served: str, caplog) -> None:
     with caplog.at_level(logging.INFO, logger="werkzeug"):
         for path in TOKEN_PATHS:
             try:
