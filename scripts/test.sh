@@ -3,9 +3,11 @@
 # Extra arguments go to both pytest runs. Each run's output is kept in its own file and printed, under its
 # database's name, when the run ends; the script fails when either run fails.
 #
+# Workers: KARIBU_TEST_WORKERS_POSTGRES (default 3) and KARIBU_TEST_WORKERS_SQLITE (default 2); the PostgreSQL
+# run is the longer one (its outage tests wait on real servers), so it gets one more.
 # Redis: KARIBU_TEST_REDIS_URL names the first database (default 1). The PostgreSQL run's workers use it and
-# the next ones (one per worker), the SQLite run's workers the ones after those: 2 x KARIBU_TEST_WORKERS
-# databases in all, each free or already marked as the suite's (tests/redis_guard.py).
+# the next ones (one per worker), the SQLite run's workers the ones after those (1 to 5 by default), each free
+# or already marked as the suite's (tests/redis_guard.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
@@ -13,7 +15,8 @@ source scripts/lib.sh
 ensure_venv test
 export KARIBU_TEST_REDIS_URL="${KARIBU_TEST_REDIS_URL:-redis://127.0.0.1:6379/1}"
 export KARIBU_TEST_POSTGRES_URL="${KARIBU_TEST_POSTGRES_URL:-postgresql://$(id -un)@127.0.0.1:5432/postgres}"
-WORKERS="${KARIBU_TEST_WORKERS:-2}"
+POSTGRES_WORKERS="${KARIBU_TEST_WORKERS_POSTGRES:-3}"
+SQLITE_WORKERS="${KARIBU_TEST_WORKERS_SQLITE:-2}"
 ensure_redis "$KARIBU_TEST_REDIS_URL"
 ensure_postgres
 if [ -d tests/e2e ]; then ensure_chromium; fi
@@ -31,15 +34,15 @@ trap 'exit 130' INT TERM
 
 # One database's run, in the background: its workers keep whole test files together, so a file's live servers
 # start once.
-start_suite() {  # database, first Redis database number, pytest arguments
-  KARIBU_TEST_DB="$1" KARIBU_TEST_REDIS_URL="$redis_base/$2" \
-    "$PYTHON" -m pytest -p no:cacheprovider -n "$WORKERS" --dist loadfile "${@:3}" >"$logs/$1.log" 2>&1 &
+start_suite() {  # database, workers, first Redis database number, pytest arguments
+  KARIBU_TEST_DB="$1" KARIBU_TEST_REDIS_URL="$redis_base/$3" \
+    "$PYTHON" -m pytest -p no:cacheprovider -n "$2" --dist loadfile "${@:4}" >"$logs/$1.log" 2>&1 &
   pids+=($!)
 }
 
-say "Test suite on PostgreSQL and on SQLite at the same time, $WORKERS workers each"
-start_suite postgres "$first_db" "$@"
-start_suite sqlite "$((first_db + WORKERS))" "$@"
+say "Test suite on PostgreSQL ($POSTGRES_WORKERS workers) and on SQLite ($SQLITE_WORKERS workers) at the same time"
+start_suite postgres "$POSTGRES_WORKERS" "$first_db" "$@"
+start_suite sqlite "$SQLITE_WORKERS" "$((first_db + POSTGRES_WORKERS))" "$@"
 
 status=0
 outcomes=()

@@ -33,15 +33,16 @@ INTENTIONAL = {
     # has it NOT NULL, as the model declares.
     ("sqlite", "modify_nullable", "events", "seq"):
         "SQLite's events_assign_seq trigger sets seq after the insert, so the column is nullable there",
-    # A GIN trigram index (pg_trgm) for substring search on applicants (migration 0002_read_side). It exists only
-    # on PostgreSQL; SQLite has neither the extension nor GIN, and its search scans. The models declare only
-    # the indexes both databases have.
-    ("postgresql", "remove_index", "applicants", "ix_applicants_search_text_trgm"):
-        "PostgreSQL-only trigram index for substring search, created by migration 0002_read_side",
-    # Its companion for one- and two-character texts (migration 0020_short_search_grams): a GIN index on the
+    # A GIN trigram index (pg_trgm) for substring search, on the applications' copy of their applicant's text
+    # (migrations 0002_read_side, 0021_search_text_on_applications). It exists only on PostgreSQL; SQLite has
+    # neither the extension nor GIN, and its search scans. The models declare only the indexes both databases
+    # have.
+    ("postgresql", "remove_index", "applications", "ix_applications_search_text_trgm"):
+        "PostgreSQL-only trigram index for substring search, created by migration 0021_search_text_on_applications",
+    # Its companion for short texts (migration 0020_short_search_grams, moved by 0021): a GIN index on the
     # short_text_grams() of the same text, a PL/pgSQL function SQLite does not have.
-    ("postgresql", "remove_index", "applicants", "ix_applicants_search_text_short_grams"):
-        "PostgreSQL-only short-gram index for one- and two-character search, created by migration 0020_short_search_grams",
+    ("postgresql", "remove_index", "applications", "ix_applications_search_text_short_grams"):
+        "PostgreSQL-only short-gram index for short search texts, created by migration 0021_search_text_on_applications",
 }
 
 

@@ -5,8 +5,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import Integer, Select, Text, and_, bindparam, cast, func, or_, select, tuple_
-from sqlalchemy.dialects.postgresql import ARRAY, array
+from sqlalchemy import Integer, Select, Text, and_, bindparam, func, or_, select, tuple_
+from sqlalchemy.dialects.postgresql import ARRAY
 
 from core.applications.listing.cursor import Position, check_issuer
 from core.applications.listing.query import DATE_FILTERS, ApplicationQuery, Sort, bad_parameter
@@ -19,6 +19,9 @@ from core.scoping import InstitutionScope
 
 # The lengths of text the short-gram index holds (migration 0020_short_search_grams); longer texts use trigrams.
 SHORT_GRAM_LENGTHS = (1, 2)
+
+# Three letters or digits in a row: a word pg_trgm draws a trigram from that is not padded at a word's edge.
+_TRIGRAM_WORD = re.compile(r"[^\W_]{3}")
 
 # Ids are opaque to partners, but a search text shaped like an application id is also looked up as one.
 _APPLICATION_ID_SHAPE = re.compile(r"^app_[A-Za-z0-9]+$")
@@ -58,39 +61,38 @@ def pipeline_stage(scope: InstitutionScope, value: str) -> str:
 
 
 def _text_match(values: Mapping[str, Any]):
-    """The applicant's folded text contains `q`.
+    """The application's folded text (its applicant's, migration 0021_search_text_on_applications) contains `q`.
 
-    A one- or two-character text on PostgreSQL is matched as an element of the text's short grams (migration
-    0020_short_search_grams), which its GIN index finds at once, instead of `LIKE '%q%'`, which no index
-    serves for fewer than three characters: the same rows, but a text that few or no applicants contain is
-    found without walking a million of them. The LIKE is left out there, so the planner estimates from the
-    grams' own statistics alone.
+    On PostgreSQL, a text the trigram index cannot narrow is matched through the short-gram index (migration
+    0020_short_search_grams: every character and every adjacent pair) instead:
+
+    - one or two characters (`q_grams` is the text itself): exactly the texts having it as a gram. `LIKE` is left
+      out, so the planner estimates from the grams' own statistics alone;
+    - longer text with no run of three letters or digits ("w@w", "a.b"): pg_trgm keeps only grams padded at
+      word edges, which a large part of applicants share; the texts holding every pair of `q` are few, and
+      `strpos` checks each of those for the whole text.
     """
-    if "q_gram" in values:
-        grams = func.short_text_grams(Applicant.search_text, type_=ARRAY(Text))
-        return grams.contains(cast(array([_bound(values, "q_gram", Applicant.search_text)]), ARRAY(Text)))
-    return Applicant.search_text.like(_bound(values, "q_pattern", Applicant.search_text), escape="\\")
+    if "q_grams" in values:
+        grams = func.short_text_grams(Application.search_text, type_=ARRAY(Text))
+        has_grams = grams.contains(bindparam(PARAMETER_PREFIX + "q_grams", values["q_grams"], type_=ARRAY(Text)))
+        if "q_text" not in values:
+            return has_grams
+        return and_(has_grams, func.strpos(Application.search_text,
+                                           _bound(values, "q_text", Application.search_text)) > 0)
+    return Application.search_text.like(_bound(values, "q_pattern", Application.search_text), escape="\\")
 
 
-def _search_condition(scope: InstitutionScope, values: Mapping[str, Any], applicant_joined: bool):
+def _search_condition(scope: InstitutionScope, values: Mapping[str, Any]):
     """Applicant text (name, full name, email; folded, so case and accents do not matter) or the id.
 
-    With the applicant already joined (the record select) the text is matched on that row, which lets
-    PostgreSQL either walk the (institution, submitted_at, id) index probing each applicant, or start from the
-    trigram (or short-gram) index on applicants.search_text, whichever is cheaper for `q`. Other statements
-    get the same match as `applicant_id IN (…)`. An id-shaped `q` is a UNION of an id lookup and the text
-    match, keeping both sides on an index (an OR across the two tables would scan).
+    The text is matched on the application's copy of it, which PostgreSQL either tests while walking the list
+    order index (which includes it) or finds with the trigram (or short-gram) index, whichever is cheaper for
+    `q`. An id-shaped `q` also matches the application with that id (the id is in the same indexes).
     """
-    if applicant_joined:
-        text_match = _text_match(values)
-    else:
-        text_match = Application.applicant_id.in_(scope.select(Applicant, Applicant.id).where(_text_match(values)))
+    text_match = _text_match(values)
     if "q_id" not in values:
         return text_match
-    by_id = select(Application.id).where(Application.id == _bound(values, "q_id", Application.id))
-    matching_applicants = scope.select(Applicant, Applicant.id).where(_text_match(values))
-    by_text = select(Application.id).where(Application.applicant_id.in_(matching_applicants))
-    return Application.id.in_(by_id.union_all(by_text))
+    return or_(Application.id == _bound(values, "q_id", Application.id), text_match)
 
 
 def filter_values(scope: InstitutionScope, filters: Mapping[str, Any]) -> dict[str, Any]:
@@ -116,12 +118,21 @@ def filter_values(scope: InstitutionScope, filters: Mapping[str, Any]) -> dict[s
     if "q" in filters:
         folded = fold(filters["q"])
         values["q_pattern"] = _like_pattern(folded)
-        if SHORT_GRAM_LENGTHS[0] <= len(folded) <= SHORT_GRAM_LENGTHS[1] \
-                and db.session.get_bind().dialect.name == "postgresql":
-            values["q_gram"] = folded
+        if db.session.get_bind().dialect.name == "postgresql":
+            values.update(_short_gram_values(folded))
         if _APPLICATION_ID_SHAPE.match(filters["q"]):
             values["q_id"] = filters["q"]
     return values
+
+
+def _short_gram_values(folded: str) -> dict[str, Any]:
+    """The values of a match through the short-gram index (see `_text_match`), for a text that needs it."""
+    if SHORT_GRAM_LENGTHS[0] <= len(folded) <= SHORT_GRAM_LENGTHS[1]:
+        return {"q_grams": [folded]}
+    if _TRIGRAM_WORD.search(folded):
+        return {}
+    pairs = sorted({folded[at:at + 2] for at in range(len(folded) - 1)})
+    return {"q_grams": pairs, "q_text": folded}
 
 
 PARAMETER_PREFIX = "list_"
@@ -152,11 +163,10 @@ _CONDITIONS = {
 
 def filtered(scope: InstitutionScope, values: Mapping[str, Any], statement: Select | None = None) -> Select:
     """`statement` (default: the record select) with the conditions of `filter_values`' values."""
-    applicant_joined = statement is None
     statement = application_select(scope) if statement is None else statement
     conditions = [condition(values) for name, condition in _CONDITIONS.items() if name in values]
     if "q_pattern" in values:
-        conditions += [_search_condition(scope, values, applicant_joined), not_erased(scope)]
+        conditions += [_search_condition(scope, values), not_erased(scope)]
     return statement.where(*conditions) if conditions else statement
 
 
@@ -228,8 +238,24 @@ def after_parameters(position: Position) -> dict[str, Any]:
 
 
 def ordered_page(scope: InstitutionScope, values: Mapping[str, Any], query: ApplicationQuery) -> Select:
-    """The page statement of a sort other than `stage`: filters, cursor condition, order, limit + 1 rows."""
-    statement = filtered(scope, values)
+    """The page statement of a sort other than `stage`: filters, cursor condition, order, limit + 1 rows.
+
+    A search in list order finds the page's ids first, on the applications alone, then reads their records:
+    PostgreSQL walks the list-order index testing the text it includes (no table read per application tested),
+    which it cannot do while the walk also fetches each row's other columns.
+    """
+    sort = query.sort
+    if "q_pattern" in values and sort.key == "submitted":
+        ids = filtered(scope, values, scope.select(Application, Application.id))
+        # Materialized: the page's ids are found once, whatever the planner thinks of the tables' sizes.
+        page = _sorted_page(scope, query, ids).cte("page").prefix_with("MATERIALIZED", dialect="postgresql")
+        return application_select(scope).join(page, page.c.id == Application.id).order_by(
+            *(column.desc() if sort.descending else column for column in _order_columns(sort)))
+    return _sorted_page(scope, query, filtered(scope, values))
+
+
+def _sorted_page(scope: InstitutionScope, query: ApplicationQuery, statement: Select) -> Select:
+    """`statement` after the cursor, in the query's order, limit + 1 rows."""
     sort = query.sort
     if sort.key == "name":
         # The applicant's own institution condition lets its (institution, search_text, id) index give the
