@@ -65,6 +65,8 @@ def queries(corpus) -> list[str]:
     drawn += ["a", "É", "z", "ng", "Ü", "mu", "e.", "o'", "%", "_", "\\", "%x", "_u", "10%", "1"]
     # Longer texts without three letters or digits in a row (PostgreSQL matches them by their pairs).
     drawn += ["e.u", "o'b", "é.h", "_u_", "%x@", "1%x", "a e", "w@w", "l.n"]
+    # Words of letters and three or more digits (PostgreSQL narrows by that word, then checks the whole text).
+    drawn += ["uwase123%x@example.ke", "HABIMANA45%x@", "abc1234 zzz", "Otieno999%x@example.ke"]
     drawn += ["qqxz", "nobody@nowhere.example", "Aimée Habimana Otieno", "zzzz", "é é"]
     return list(dict.fromkeys(drawn))
 
