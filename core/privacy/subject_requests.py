@@ -354,7 +354,7 @@ def export_document(data: PersonData, institution: Institution, stored: set[str]
     applications = []
     for application in data.applications:
         applications.append({
-            **_columns(application, leave_out=("institution_id",)),
+            **_columns(application, leave_out=("institution_id", "search_text")),
             "decisions": [_columns(row, ("institution_id", "application_id"))
                           for row in for_application(data.decisions, application.id)],
             "payments": [_columns(row, ("institution_id", "application_id"))

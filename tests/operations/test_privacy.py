@@ -105,6 +105,7 @@ def test_export_holds_every_kind_of_record_of_one_applicant_and_nothing_of_anoth
     assert document["applicant"]["first_name"] == CANARY_FIRST and document["applicant"]["phone"] == CANARY_PHONE
     [application] = document["applications"]
     assert application["id"] == canary.id
+    assert "search_text" not in application and "search_text" not in document["applicant"]  # the index's copy
     assert [d["status"] for d in application["decisions"]] == ["accepted"]
     assert application["decisions"][0]["sent_at"] and "response" in application["decisions"][0]
     assert [p["status"] for p in application["payments"]] == ["completed"]
