@@ -30,6 +30,7 @@ TEST_SECRET_KEY = "test-secret-key-of-at-least-32-characters"
 os.environ.setdefault("SECRET_KEY", TEST_SECRET_KEY)
 from flask_migrate import upgrade
 from sqlalchemy import create_engine, text
+from sqlalchemy.exc import OperationalError
 
 from core.config import normalise_database_url
 from core.db import db as _db
@@ -151,14 +152,31 @@ def _clean_database(request):
     with app.app_context():
         _db.session.remove()
         tables = [table.name for table in reversed(_db.metadata.sorted_tables)]
-        with _db.engine.begin() as connection:
-            if connection.dialect.name == "postgresql":
-                connection.execute(text(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE"))
-            else:
-                # The counters last: deleting applications fires the triggers that write them.
-                counters = {"application_counts", "application_day_counts"}
-                for table in [name for name in tables if name not in counters] + sorted(counters):
-                    connection.execute(text(f"DELETE FROM {table}"))
+        for attempt in range(TRUNCATE_ATTEMPTS):
+            try:
+                _empty_tables(tables)
+                return
+            except OperationalError as error:
+                # A live server may still be answering the test's last request (a browser's poll), its
+                # transaction reading one table while the TRUNCATE holds another: PostgreSQL breaks the deadlock
+                # by failing one of them, and the request's is as likely as ours.
+                if "deadlock detected" not in str(error) or attempt == TRUNCATE_ATTEMPTS - 1:
+                    raise
+
+
+# How often the cleanup tries again after PostgreSQL chose its TRUNCATE as a deadlock's victim.
+TRUNCATE_ATTEMPTS = 5
+
+
+def _empty_tables(tables: list[str]) -> None:
+    with _db.engine.begin() as connection:
+        if connection.dialect.name == "postgresql":
+            connection.execute(text(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE"))
+        else:
+            # The counters last: deleting applications fires the triggers that write them.
+            counters = {"application_counts", "application_day_counts"}
+            for table in [name for name in tables if name not in counters] + sorted(counters):
+                connection.execute(text(f"DELETE FROM {table}"))
 
 
 @pytest.fixture
