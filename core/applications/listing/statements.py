@@ -90,7 +90,7 @@ def _text_match(values: Mapping[str, Any]):
         _bound(values, "q_word", Application.search_text), escape="\\"))
 
 
-def _search_condition(scope: InstitutionScope, values: Mapping[str, Any]):
+def _search_condition(values: Mapping[str, Any]):
     """Applicant text (name, full name, email; folded, so case and accents do not matter) or the id.
 
     The text is matched on the application's copy of it, which PostgreSQL either tests while walking the list
@@ -214,7 +214,7 @@ def filtered(scope: InstitutionScope, values: Mapping[str, Any], statement: Sele
     statement = application_select(scope) if statement is None else statement
     conditions = [condition(values) for name, condition in _CONDITIONS.items() if name in values]
     if "q_pattern" in values:
-        conditions += [_search_condition(scope, values), not_erased(scope)]
+        conditions += [_search_condition(values), not_erased(scope)]
     return statement.where(*conditions) if conditions else statement
 
 
@@ -271,6 +271,11 @@ def _order_columns(sort: Sort) -> tuple:
     return Application.submitted_at, Application.id
 
 
+def _order_by(sort: Sort) -> tuple:
+    """The ORDER BY of a sort: its keyset columns, each descending when the sort is."""
+    return tuple(column.desc() if sort.descending else column for column in _order_columns(sort))
+
+
 def keyset_after(scope: InstitutionScope, position: Position, *columns, descending: bool = False):
     """`(columns) > position` (`<` when descending): the rows after the cursor in this order. The position's
     values are the named parameters of `after_parameters`."""
@@ -302,8 +307,7 @@ def ordered_page(scope: InstitutionScope, values: Mapping[str, Any], query: Appl
         ids = filtered(scope, values, scope.select(Application, Application.id))
         # Materialized: the page's ids are found once, whatever the planner thinks of the tables' sizes.
         page = _sorted_page(scope, query, ids).cte("page").prefix_with("MATERIALIZED", dialect="postgresql")
-        return application_select(scope).join(page, page.c.id == Application.id).order_by(
-            *(column.desc() if sort.descending else column for column in _order_columns(sort)))
+        return application_select(scope).join(page, page.c.id == Application.id).order_by(*_order_by(sort))
     return _sorted_page(scope, query, filtered(scope, values))
 
 
@@ -317,7 +321,7 @@ def _sorted_page(scope: InstitutionScope, query: ApplicationQuery, statement: Se
     columns = _order_columns(sort)
     if query.after is not None:
         statement = statement.where(keyset_after(scope, query.after, *columns, descending=sort.descending))
-    statement = statement.order_by(*(column.desc() if sort.descending else column for column in columns))
+    statement = statement.order_by(*_order_by(sort))
     return statement.limit(page_limit(query.limit + 1))
 
 
