@@ -7,6 +7,7 @@ import subprocess
 import sys
 from datetime import timedelta
 
+import redis
 from rq import Queue
 from rq.registry import ScheduledJobRegistry
 
@@ -14,7 +15,7 @@ from core.db import redis_connection
 from core.webhooks.sweep import sweep_due_deliveries
 from jobs import sweeps
 from tests.conftest import REDIS_URL
-from tests.webhooks.conftest import run_worker
+from tests.webhooks.conftest import own_redis, run_worker, wait_until  # noqa: F401
 from tests.webhooks.test_webhook_engine import configure, deliveries, emit
 
 
@@ -30,18 +31,31 @@ def start_worker(engine, receiver, database_url, *extra, redis_url: str = REDIS_
                             stderr=subprocess.DEVNULL)
 
 
-def test_worker_killed_mid_delivery_loses_nothing(engine, factory, receiver, clock, database_url):
+def blocked_clients(server_url: str) -> list[dict]:
+    """Clients of a Redis server blocked in a command (an idle RQ worker waiting for a job)."""
+    client = redis.Redis.from_url(server_url)
+    try:
+        return [entry for entry in client.client_list() if "b" in entry["flags"]]
+    finally:
+        client.close()
+
+
+def test_worker_killed_mid_delivery_loses_nothing(engine, factory, receiver, clock, database_url,
+                                                   own_redis):  # noqa: F811
+    """On a private Redis, so no other worker can take the sweep's wake-up; and only once Redis has dropped
+    the killed worker's connection, whose pending wait for a job would otherwise take it."""
     institution = factory.institution()
     configure(engine, institution, receiver, url=receiver.url("127.0.0.1"))
     receiver.behaviour.delay_seconds = 20  # the receiver holds the request while the worker is killed
     event_id = emit(engine, "webhook.test", institution)
 
-    worker = start_worker(engine, receiver, database_url)
+    worker = start_worker(engine, receiver, database_url, redis_url=own_redis.url)
     try:
         assert len(receiver.server.wait_for(1, timeout=60)) == 1
     finally:
         os.killpg(worker.pid, signal.SIGKILL)
         worker.wait(timeout=30)
+    assert wait_until(lambda: not blocked_clients(own_redis.url), 10), blocked_clients(own_redis.url)
 
     [delivery] = deliveries(engine, institution)
     assert (delivery.status, delivery.attempts) == ("pending", 0)
