@@ -128,6 +128,23 @@ def _end_reads_with_commit(connection) -> None:
             pass  # the rollback that follows meets the same broken connection and reports it
 
 
+def read_once(statement, parameters: dict):
+    """The rows of one SELECT that is all the request reads (a list page): on PostgreSQL, outside a transaction.
+
+    At READ COMMITTED a lone statement sees the same snapshot in or out of a transaction, so BEGIN and the COMMIT
+    that ends the read (`_end_reads_with_commit`) are two round trips for nothing; the statement runs on the
+    session's connection in autocommit, its isolation level restored when the session hands the connection back
+    to the pool. It also runs on SQLAlchemy Core, without the ORM's result processing: it selects columns only.
+    Where the session already holds a transaction (or on SQLite, whose plain reads take no transaction anyway),
+    it runs in that one.
+    """
+    session = db.session()
+    if session.in_transaction() or session.get_bind().dialect.name != "postgresql":
+        return session.connection().execute(statement, parameters).all()
+    connection = session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+    return connection.execute(statement, parameters).all()
+
+
 class DeferredMigrate:
     """Stands in `app.extensions["migrate"]` until a `flask db` command first reads it: only then is
     Flask-Migrate (with Alembic, a heavy import) imported and bound, not in every web worker."""

@@ -15,7 +15,7 @@ from core.applications.listing.statements import (
 )
 from core.applications.listing.timeouts import time_limited
 from core.applications.records import application_select
-from core.db import db
+from core.db import db, read_once
 from core.models import Application, Cycle, Stage
 from core.scoping import InstitutionScope
 
@@ -57,7 +57,8 @@ def _application_page(scope: InstitutionScope, query: ApplicationQuery, values: 
             parameters.update(after_parameters(query.after))
         shape = (scope, tuple(values), sort, query.after is not None, query.limit)
         statement = page_statement(shape, lambda: ordered_page(scope, values, query))
-        rows = list(db.session.execute(statement, parameters))
+        # A search runs in the transaction its statement timeout and planner settings were set in.
+        rows = read_once(statement, parameters)
     return _page(rows, query.limit, scope, query.fingerprint, _row_position(sort))
 
 
@@ -108,7 +109,7 @@ def _page(rows: list, limit: int, scope: InstitutionScope, fingerprint: str, pos
 
 def fetch_applications_by_id(scope: InstitutionScope, ids: list[str]) -> tuple[list, list[str]]:
     """(rows in the order of `ids`, ids not found in this institution)."""
-    found = {row.id: row for row in db.session.execute(application_select(scope).where(Application.id.in_(ids)))}
+    found = {row.id: row for row in read_once(application_select(scope).where(Application.id.in_(ids)), {})}
     return [found[i] for i in ids if i in found], [i for i in ids if i not in found]
 
 
