@@ -129,14 +129,14 @@ def _end_reads_with_commit(connection) -> None:
 
 
 def read_once(statement, parameters: dict):
-    """The rows of one SELECT that is all the request reads (a list page): on PostgreSQL, outside a transaction.
+    """The rows of a SELECT of a request that only reads (a list page): on PostgreSQL, outside a transaction.
 
-    At READ COMMITTED a lone statement sees the same snapshot in or out of a transaction, so BEGIN and the COMMIT
-    that ends the read (`_end_reads_with_commit`) are two round trips for nothing; the statement runs on the
-    session's connection in autocommit, its isolation level restored when the session hands the connection back
-    to the pool. It also runs on SQLAlchemy Core, without the ORM's result processing: it selects columns only.
-    Where the session already holds a transaction (or on SQLite, whose plain reads take no transaction anyway),
-    it runs in that one.
+    At READ COMMITTED every statement takes its own snapshot, in a transaction or out of one, so for reads alone
+    BEGIN and the COMMIT that ends them (`_end_reads_with_commit`) are two round trips for nothing; the statement
+    runs on the session's connection in autocommit, its isolation level restored when the session hands the
+    connection back to the pool. It also runs on SQLAlchemy Core, without the ORM's result processing: it selects
+    columns only. Where the session already holds a transaction (a search with its SET LOCAL settings, or reads
+    before a write), or on SQLite, whose plain reads take no transaction anyway, it runs in that one.
     """
     session = db.session()
     if session.in_transaction() or session.get_bind().dialect.name != "postgresql":
