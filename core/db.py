@@ -139,10 +139,9 @@ def read_once(statement, parameters: dict):
     before a write), or on SQLite, whose plain reads take no transaction anyway, it runs in that one.
     """
     session = db.session()
-    if session.in_transaction() or session.get_bind().dialect.name != "postgresql":
-        return session.connection().execute(statement, parameters).all()
-    connection = session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
-    return connection.execute(statement, parameters).all()
+    outside_a_transaction = not session.in_transaction() and session.get_bind().dialect.name == "postgresql"
+    options = {"isolation_level": "AUTOCOMMIT"} if outside_a_transaction else None
+    return session.connection(execution_options=options).execute(statement, parameters).all()
 
 
 class DeferredMigrate:

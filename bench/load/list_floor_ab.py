@@ -34,6 +34,11 @@ def load_average() -> str:
         return "/".join(averages.read().split()[:3])
 
 
+def spread(values: list[float], fmt: str) -> str:
+    """`min / median / max` of `values`, each written with `fmt`."""
+    return " / ".join(fmt.format(value) for value in (min(values), statistics.median(values), max(values)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tree", action="append", metavar="NAME=PATH", required=True,
@@ -72,10 +77,6 @@ def main() -> None:
         if not lists:
             continue
         ratios = [listed / floor for listed, floor in zip(lists, floors)]
-
-        def spread(values, fmt):
-            return " / ".join(fmt.format(value) for value in (min(values), statistics.median(values), max(values)))
-
         print(f"{name:8} list {spread(lists, '{:,.0f}')} req/s, floor {spread(floors, '{:,.0f}')} req/s, "
               f"list/floor {spread(ratios, '{:.2f}')}")
     print(f"load average at the end: {load_average()}")
