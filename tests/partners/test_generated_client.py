@@ -40,10 +40,15 @@ def generation(live_server, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def generated(generation):
-    """The generated client package, imported; removed from sys.modules after."""
+    """The generated client package with its models, imported; removed from sys.modules after.
+
+    The package's `__init__` does not import `models`: without the import here, `generated.models` would exist
+    only after a test had imported an endpoint module (which imports the models), so a test running first on its
+    pytest-xdist worker would not find it."""
     folder = generation
     sys.path.insert(0, str(folder))
     try:
+        importlib.import_module(f"{CLIENT_PACKAGE}.models")
         yield importlib.import_module(CLIENT_PACKAGE)
     finally:
         sys.path.remove(str(folder))
