@@ -56,9 +56,8 @@ def _application_page(scope: InstitutionScope, query: ApplicationQuery, values: 
             check_issuer(scope, query.after)
             parameters.update(after_parameters(query.after))
         shape = (scope, tuple(values), sort, query.after is not None, query.limit)
-        statement = page_statement(shape, lambda: ordered_page(scope, values, query))
         # A search runs in the transaction its statement timeout and planner settings were set in.
-        rows = read_once(statement, parameters)
+        rows = page_statement(shape, lambda: ordered_page(scope, values, query)).rows(parameters)
     return _page(rows, query.limit, scope, query.fingerprint, _row_position(sort))
 
 

@@ -13,7 +13,7 @@ from core.applications.listing.cursor import Position, check_issuer
 from core.applications.listing.query import DATE_FILTERS, ApplicationQuery, Sort, bad_parameter
 from core.applications.records import application_select
 from core.applications.search_text import fold
-from core.db import db
+from core.db import KeptSelect, db
 from core.models import Applicant, Application, Cycle, Program, Stage
 from core.scoping import InstitutionScope
 
@@ -326,13 +326,13 @@ def _sorted_page(scope: InstitutionScope, query: ApplicationQuery, statement: Se
 
 
 # Page statements already built, by shape: institution, which filters, sort, whether a cursor, limit.
-_PAGE_STATEMENTS: dict[tuple, Select] = {}
+_PAGE_STATEMENTS: dict[tuple, KeptSelect] = {}
 
 
 _PAGE_STATEMENTS_KEPT = 512
 
 
-def page_statement(shape: tuple, build) -> Select:
+def page_statement(shape: tuple, build) -> KeptSelect:
     """The statement of this shape, built once and run again with each request's values (every value of a
     page statement is a named parameter, `list_…`, given at execution), or built now.
 
@@ -344,7 +344,7 @@ def page_statement(shape: tuple, build) -> Select:
     if statement is None:
         if len(_PAGE_STATEMENTS) >= _PAGE_STATEMENTS_KEPT:
             _PAGE_STATEMENTS.clear()
-        statement = _PAGE_STATEMENTS[shape] = build()
+        statement = _PAGE_STATEMENTS[shape] = KeptSelect(build())
     return statement
 
 
