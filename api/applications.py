@@ -12,7 +12,7 @@ from core.applications.listing.query import parse_application_query, parse_expor
 from core.models import utcnow
 from core.applications.ndjson_export import CONTENT_TYPE as NDJSON_CONTENT_TYPE
 from core.applications.ndjson_export import export_applications_ndjson
-from core.applications.records import RECORD_COLUMNS, application_record, record_values
+from core.applications.records import RECORD_COLUMNS, application_page_record, application_record, record_values
 
 EXPORTS = {"csv": (export_applications_csv, CSV_CONTENT_TYPE),
            "ndjson": (export_applications_ndjson, NDJSON_CONTENT_TYPE)}
@@ -22,7 +22,7 @@ def _application_page(**query_options):
     output = parse_format(request.args)
     query = parse_application_query(request.args, **query_options)
     page = fetch_application_page(g.scope, query)
-    return page_response(page, output, application_record, record_values, RECORD_COLUMNS)
+    return page_response(page, output, application_page_record, record_values, RECORD_COLUMNS)
 
 
 @bp.get("/applications")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from flask import Response, jsonify
+from flask import Response, current_app
 
 from core.applications.csv_export import CONTENT_TYPE, iter_csv
 from core.applications.listing.pages import Page
@@ -12,7 +12,8 @@ from core.applications.listing.pages import Page
 def page_response(page: Page, output: str, record: Callable, values: Callable, columns: Sequence[str]):
     """`{code, has_next, cursor?, data}`, or CSV with `X-Has-Next` / `X-Cursor` headers.
 
-    `record(row)` builds the JSON record, `values(row)` the flat CSV row in `columns` order.
+    `record(row)` builds the JSON record (its naive datetimes are written as UTC timestamps), `values(row)` the
+    flat CSV row in `columns` order.
     """
     if output == "csv":
         response = csv_response([values(row) for row in page.rows], columns)
@@ -20,7 +21,7 @@ def page_response(page: Page, output: str, record: Callable, values: Callable, c
         body = {"code": 200, "has_next": page.has_next, "data": [record(row) for row in page.rows]}
         if page.has_next:
             body["cursor"] = page.cursor
-        response = jsonify(body)
+        response = current_app.json.utc_response(body)
     response.headers["X-Has-Next"] = "true" if page.has_next else "false"
     if page.has_next:
         response.headers["X-Cursor"] = page.cursor

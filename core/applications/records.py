@@ -143,8 +143,10 @@ def record_text(slots: Sequence[str], fields: Sequence[RecordField] = APPLICATIO
     return "".join(parts)
 
 
-def _record_builders(fields: Sequence[RecordField]) -> tuple[Callable[[Any], dict], Callable[[Any], tuple]]:
-    """`(application_record, record_values)` for the table, written as source and compiled once at import.
+def _record_builders(fields: Sequence[RecordField]) -> tuple[Callable[[Any], dict], Callable[[Any], dict],
+                                                              Callable[[Any], tuple]]:
+    """`(application_record, application_page_record, record_values)` for the table, written as source and
+    compiled once at import.
 
     The list endpoint builds a record from every row of every page, so each builder is what one would write by
     hand: the row unpacked by position (reading a Row's values by name costs more than the rest of the record)
@@ -162,20 +164,26 @@ def _record_builders(fields: Sequence[RecordField]) -> tuple[Callable[[Any], dic
         return f"{prefix}{position}({names[position]})"
 
     json_values = [converted(field.kind.to_json, position, "json_") for position, field in enumerate(fields)]
+    page_values = [names[position] if field.kind is TIMESTAMP else json_values[position]
+                   for position, field in enumerate(fields)]
     csv_values = [converted(field.kind.to_csv, position, "csv_") for position, field in enumerate(fields)]
     unpack = f"    ({', '.join(names)},) = row[:{width}]\n"
     source = (f"def application_record(row):\n{unpack}    return {record_text(json_values, fields)}\n\n"
+              f"def application_page_record(row):\n{unpack}    return {record_text(page_values, fields)}\n\n"
               f"def record_values(row):\n{unpack}    return ({', '.join(csv_values)},)\n")
     exec(compile(source, f"<record builders of {__name__}>", "exec"), namespace)
-    builders = namespace["application_record"], namespace["record_values"]
+    builders = namespace["application_record"], namespace["application_page_record"], namespace["record_values"]
     for builder in builders:
         builder.__module__ = __name__
     return builders
 
 
-application_record, record_values = _record_builders(APPLICATION_FIELDS)
+application_record, application_page_record, record_values = _record_builders(APPLICATION_FIELDS)
 application_record.__doc__ = """The nested record of a row of `application_select` (extra columns after the record's are
 ignored)."""
+application_page_record.__doc__ = """`application_record` with its timestamps left as the naive-UTC datetimes
+selected, for a JSON writer that formats them as `isoformat_z` does (`api.json_provider`'s `utc_response`): a page's
+hundred timestamps are then written by orjson's C code, and its records cost half as much to build."""
 record_values.__doc__ = """The flat record in RECORD_COLUMNS order, for CSV. The amount stays a Decimal (`50000.00`)."""
 
 

@@ -1,4 +1,5 @@
-"""JSON bodies written by orjson (api/json_provider.py) say exactly what Flask's encoder said."""
+"""JSON bodies written by orjson (api/json_provider.py) say exactly what Flask's encoder said, and a page whose naive
+datetimes orjson writes says exactly what its records said with each one formatted by `isoformat_z`."""
 from __future__ import annotations
 
 import json
@@ -8,9 +9,10 @@ from datetime import datetime, timezone
 from decimal import Decimal
 
 import pytest
-from flask import jsonify
+from flask import current_app, jsonify
 from flask.json.provider import DefaultJSONProvider
 
+from core.timefmt import isoformat_z
 from tests.read_side.conftest import Tenant
 
 
@@ -66,5 +68,42 @@ def test_debug_output_stays_readable(app):
     app.debug = True
     try:
         assert karibu_body(app, {"a": 1}) == b'{\n  "a": 1\n}\n'
+    finally:
+        app.debug = False
+
+
+def formatted(value):
+    """`value` with each datetime written as the records write it."""
+    if isinstance(value, datetime):
+        return isoformat_z(value)
+    if isinstance(value, dict):
+        return {key: formatted(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [formatted(item) for item in value]
+    return value
+
+
+def utc_body(app, value) -> bytes:
+    with app.app_context():
+        response = current_app.json.utc_response(value)
+        assert response.mimetype == "application/json"
+        return response.get_data()
+
+
+@pytest.mark.parametrize("value", [
+    {"data": [{"submitted_at": datetime(2026, 3, 1, 8, 15), "updated_at": datetime(2026, 3, 1, 8, 15, 0, 250),
+               "nested": {"at": datetime(1999, 12, 31, 23, 59, 59, 999999)}, "amount": 1.5, "none": None}]},
+    {"data": [{"at": datetime(2026, 3, 1), "name": "Zoë 🎓"}], "cursor": "abc"},
+    ["\ud800 lone surrogate", datetime(2026, 3, 1, 8, 15, 0, 1)],  # orjson refuses it: Flask's encoder writes it
+    {"money": Money(Decimal("1.50"), "RWF"), "at": datetime(2026, 3, 1, 8, 15)},
+])
+def test_a_page_with_naive_datetimes_says_what_its_formatted_records_said(app, value):
+    assert utc_body(app, value) == karibu_body(app, formatted(value))
+
+
+def test_a_page_with_naive_datetimes_stays_readable_in_debug(app):
+    app.debug = True
+    try:
+        assert utc_body(app, {"at": datetime(2026, 3, 1, 8, 15)}) == b'{\n  "at": "2026-03-01T08:15:00Z"\n}\n'
     finally:
         app.debug = False
