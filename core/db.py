@@ -164,10 +164,11 @@ class KeptSelect:
 
     def rows(self, parameters: dict) -> list:
         session = db.session()
-        if session.in_transaction() or session.get_bind().dialect.name != "postgresql":
+        dialect = session.get_bind().dialect
+        if session.in_transaction() or dialect.name != "postgresql":
             return read_once(self.statement, parameters)
         if self._compiled is None:
-            self._prepare(session.get_bind().dialect, parameters)
+            self._prepare(dialect, parameters)
         if self._driver_form is None:
             return read_once(self.statement, parameters)
         return self._rows_on_the_driver(parameters)
@@ -176,11 +177,14 @@ class KeptSelect:
         compiled = self.statement.compile(dialect=dialect)
         names = list(self.statement.selected_columns.keys())
         driver_form = None
-        if not any(parameter.expanding for parameter in compiled.post_compile_params) \
-                and names and len(set(names)) == len(names) == len(self.statement.selected_columns):
-            # Literal-execute values (a page's LIMIT) are fixed with the statement, so its text is too.
-            sql = compiled.construct_expanded_state(parameters).statement
-            driver_form = (sql, namedtuple("SelectedRow", names))
+        if names and not any(parameter.expanding for parameter in compiled.post_compile_params):
+            try:
+                row_type = namedtuple("SelectedRow", names)
+            except ValueError:  # a name repeated, or one an attribute cannot have: left to SQLAlchemy's Row
+                row_type = None
+            if row_type is not None:
+                # Literal-execute values (a page's LIMIT) are fixed with the statement, so its text is too.
+                driver_form = (compiled.construct_expanded_state(parameters).statement, row_type)
         self._driver_form, self._compiled = driver_form, compiled
 
     def _rows_on_the_driver(self, parameters: dict) -> list:

@@ -125,3 +125,12 @@ def test_connections_dropped_under_a_kept_select_are_not_handed_out_again(app, f
             kept.rows({})
         assert len(kept.rows({})) == 1
         assert len(kept.rows({})) == 1
+
+
+def test_a_kept_select_whose_names_cannot_be_attributes_runs_as_sqlalchemy_does(app, factory, tenant):
+    application = factory.application(tenant.institution, program=tenant.program, cycle=tenant.cycle)
+    kept = KeptSelect(select(Application.id.label("_id"), Application.stage.label("class")).where(
+        Application.institution_id == tenant.institution.id))
+    with app.app_context():
+        rows = kept.rows({})
+        assert [(row._id, row[1]) for row in rows] == [(application.id, "submitted")]
