@@ -65,7 +65,7 @@ def _bad_body(message: str) -> InvalidInput:
 
 
 def parse_json_object(raw: bytes) -> dict:
-    """The checks of the module docstring on raw bytes (everything but size and content type)."""
+    """The body rules of docs/api.md on raw bytes (everything but size and content type)."""
     if not raw.strip():
         raise _bad_body(EMPTY_BODY)
     try:

@@ -154,7 +154,7 @@ def _allowed(usages: list[Usage]) -> Outcome:
 
 
 def check_and_hit(tests: list[Counter], hits: list[Counter]) -> Outcome:
-    """Refuse when a `tests` counter is spent; else count the request in every `hits` counter (see module)."""
+    """Refuse when a `tests` counter is spent; else count the request in every `hits` counter."""
     counters_of_app = current_app.extensions.get("karibu_rate_limits")
     if counters_of_app is None:
         counters_of_app = current_app.extensions["karibu_rate_limits"] = _RedisCounters()

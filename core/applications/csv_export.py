@@ -55,7 +55,7 @@ def csv_cell(value: Any) -> Any:
 
 
 def is_plain_phone(text: str) -> bool:
-    """Whether `text` is a phone number in international form and nothing else (see the module's rule)."""
+    """Whether `text` is a phone number in international form and nothing else (docs/api.md, "CSV")."""
     return _PLAIN_PHONE.fullmatch(text) is not None
 
 

@@ -113,7 +113,7 @@ def record_request(entry: AuditEntry, *, status: int, request_id: str, method: s
 
 
 def _write_on_postgresql(fields: dict) -> None:
-    """The row in one round trip, committed asynchronously (see the module doc)."""
+    """The row in one round trip, committed asynchronously (docs/design-notes.md, core/audit)."""
     with db.engine.connect() as pooled:
         connection = pooled.execution_options(isolation_level="AUTOCOMMIT").connection.driver_connection
         with psycopg.ClientCursor(connection) as cursor:

@@ -208,7 +208,7 @@ def find_applicant(scope: InstitutionScope, applicant_or_application_id: str) ->
 
 
 def person_records(scope: InstitutionScope, applicant: Applicant) -> list[Applicant]:
-    """Every applicant record of the institution that is the same person as `applicant` (see the module doc),
+    """Every applicant record of the institution that is the same person as `applicant` (docs/operations.md),
     `applicant` first, then by creation. An erased record is only itself."""
     found = {applicant.id: applicant}
     if applicant.erased_at is None:
@@ -411,7 +411,7 @@ def awaiting_answer(data: PersonData) -> list[Decision]:
 
 def erase(scope: InstitutionScope, applicant_or_application_id: str, *, actor: str, reason: str, source: str,
           audit: Callable[[AuditEntry], None], force: bool = False) -> ErasureReport:
-    """Erase every record of the person (see the module doc), in one commit; files go after it."""
+    """Erase every record of the person (docs/operations.md), in one commit; files go after it."""
     reason = _checked_reason(reason)
     applicant = find_applicant(scope, applicant_or_application_id)
     if applicant.erased_at is not None:
