@@ -16,9 +16,7 @@ bp = Blueprint("api", __name__, url_prefix=API_PREFIX)
 
 
 def is_api_request() -> bool:
-    """An `/api/v1…` path (matched or not). The API counts its requests itself (api/rate_limits.py: one Redis
-    round trip), so wsgi.py keeps the portal's Flask-Limiter off them: it would only look for limits the API
-    never declares, time spent on every request for nothing."""
+    """Whether the request's path is an `/api/v1…` path (matched or not); the API rate-limits those itself."""
     return request.path == API_PREFIX or request.path.startswith(API_PREFIX + "/")
 
 

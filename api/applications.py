@@ -49,10 +49,9 @@ def applications_by_id():
 
 @bp.get("/applications/export")
 def export_applications():
-    """Every matching application in one streamed response (constant memory), in list order.
+    """Every matching application in one streamed response in list order, `X-Total-Rows` counted first.
 
-    Filters are checked, the rows counted and the query started before the status line is sent, so a bad
-    request is a 400, never a broken stream; `X-Total-Rows` says how many records must arrive.
+    A bad filter is a 400 before the status line is sent, never a broken stream.
     """
     output, filters = parse_export_query(request.args)
     export, content_type = EXPORTS[output]

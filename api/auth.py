@@ -1,12 +1,4 @@
-"""Edge gate, authentication and rate limits of the API caller (one place for all endpoints).
-
-Rate limits are keyed on the resolved credential, so they are checked after authentication, not in
-Flask-Limiter's own before-request hook: one counter per live key or identity-provider subject, and per
-client address for the trial key and public views, shared by every route (`API_RATE_LIMIT`). The address's
-budget of failed authentications (`API_AUTH_FAILURE_RATE_LIMIT`) must not be spent either, so guessing keys
-from one address is slow whatever the header says. Both are checked in one Redis round trip
-(api/rate_limits.py).
-"""
+"""Edge gate, authentication and rate limits of the API caller (one place for all endpoints)."""
 from __future__ import annotations
 
 import hmac
@@ -88,11 +80,8 @@ def count_authentication_failure() -> None:
 
 
 def add_rate_limit_headers(response) -> None:
-    """X-RateLimit-Limit/Remaining/Reset of the limit checked last, Retry-After only on a 429.
-
-    That is the credential's limit once authenticated, the address's failed-authentication budget after a
-    refused credential (401, or 404 for a key of a disabled institution), an unauthenticated request to a path
-    that matched no route, or on the 429 that budget gives.
+    """X-RateLimit-Limit/Remaining/Reset of the limit checked last (the credential's or the address's failure
+    budget), Retry-After only on a 429.
     """
     if g.pop("authentication_failed", False):
         count_authentication_failure()
@@ -107,11 +96,8 @@ def add_rate_limit_headers(response) -> None:
 
 
 def authenticate_request() -> None:
-    """Authenticate (unless the view is public), then check the address's failure budget and count the
-    request against the credential's limit, in one round trip to Redis.
-
-    The credential is looked up before the budget is read, but a spent budget answers 429 whatever the
-    lookup found, so a right guess still cannot be told from a wrong one.
+    """Authenticate (unless the view is public), then check the address's failure budget and count the request
+    against the credential's limit, in one Redis round trip; a spent budget is a 429 whatever the lookup found.
     """
     view = current_app.view_functions.get(request.endpoint)
     if getattr(view, "public", False):
@@ -132,10 +118,9 @@ def authenticate_request() -> None:
 
 
 def count_unrouted_request() -> None:
-    """An `/api/v1` request that matched no route (404) or not with its method (405) is counted like any
-    other: against the caller's credential when it authenticates, else as one of the address's failed
-    attempts, so probing paths spends the same budget as guessing keys (429 once it is spent). The answer is
-    otherwise the routing's own."""
+    """Count an `/api/v1` request that matched no route (404) or method (405) like any other request; the answer is
+    the routing's own (or 429 once the budget is spent).
+    """
     try:
         principal = authenticate(request.headers.get("Authorization"), AuthSettings.from_config(settings()))
     except (NotAuthenticated, NotFound):

@@ -1,14 +1,6 @@
-"""The one way a JSON request body is read: every JSON endpoint (partner API and payment callbacks) calls
-`json_object()`, which either returns a plain JSON object or raises a 4xx that says what is wrong.
+"""The one way a JSON request body is read: `json_object()` returns a plain JSON object or raises a 4xx saying why.
 
-Rules (documented in docs/api.md, "Request bodies"):
-- size: at most MAX_CONTENT_LENGTH bytes (`API_MAX_BODY_BYTES`), with or without Content-Length (chunked
-  bodies are counted as they are read): 413;
-- encoding: strict UTF-8 (no byte order mark, no invalid sequences);
-- syntax: standard JSON (no NaN/Infinity), whose root is an object, nested at most MAX_DEPTH levels;
-- numbers: within ±(2**53 − 1), the range every JSON implementation reads exactly (RFC 7493);
-- strings (keys and values): no NUL character and no unpaired surrogate (`"\\ud800"`): no database text
-  column can store either.
+The rules (size, UTF-8, syntax, depth, number range, strings): docs/api.md, "Request bodies".
 """
 from __future__ import annotations
 
@@ -73,7 +65,7 @@ def _bad_body(message: str) -> InvalidInput:
 
 
 def parse_json_object(raw: bytes) -> dict:
-    """The checks of the module docstring on raw bytes (everything but size and content type)."""
+    """The body rules of docs/api.md on raw bytes (everything but size and content type)."""
     if not raw.strip():
         raise _bad_body(EMPTY_BODY)
     try:
@@ -141,8 +133,7 @@ def raw_body() -> bytes:
 def json_object(*, require_json_content_type: bool = True) -> dict:
     """The request's JSON body as a dict, or InvalidInput (400) naming the problem; 413 when too large.
 
-    Payment processors are not asked for a JSON content type (`require_json_content_type=False`): a valid
-    payment must not be refused for a header the processor chose.
+    `require_json_content_type=False` is for payment processors, whose content type is not checked.
     """
     if require_json_content_type and not request.is_json:
         raise InvalidInput(NOT_JSON_CONTENT_TYPE, header="Content-Type")

@@ -1,13 +1,5 @@
-"""Inbound payment callbacks of the two supported processors (not part of the partner API).
-
-Each processor is verified with its own scheme before the body is parsed; an unsigned or badly signed call
-gets 401, a processor without a configured secret 503. Errors are the API's JSON shape.
-
-- Flutterwave: header `verif-hash` equal to the secret hash set in the Flutterwave dashboard
-  (FLUTTERWAVE_SECRET_HASH).
-- M-Pesa: Daraja's STK-push callbacks are unsigned, so they reach Karibu through the payment aggregator
-  that holds the Daraja credentials; it forwards the callback with `X-Karibu-Mpesa-Signature`, the hex
-  HMAC-SHA256 of the raw body keyed with MPESA_CALLBACK_SECRET.
+"""Inbound payment callbacks of Flutterwave (`verif-hash`) and M-Pesa (`X-Karibu-Mpesa-Signature`), not part of the
+partner API: unsigned or badly signed is a 401, a processor without a secret a 503 (docs/event-sources.md).
 """
 from __future__ import annotations
 

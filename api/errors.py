@@ -1,9 +1,5 @@
-"""JSON errors for `/api/v1` and the callbacks: one shape for every 4xx, a generic body for every 500.
-
-4xx: `{"code": status, "error": text, "errors": [{"location", "name", "message"}, …], …}` (see
-core/errors.py; `errors` may be empty when no single input is at fault, as for a 401 or a 429).
-5xx: `{"code": status, "error": text, …}`; a 500 never leaks details. Expensive work that cannot run now (a
-full bulkhead, a search cut by its timeout) is a 503 `{"code", "error", "reason"}` with Retry-After.
+"""JSON errors for `/api/v1` and the callbacks: one shape for every 4xx, a generic body for every 500, and a 503
+with `reason` and Retry-After for work that cannot run now (see docs/api.md, "Errors").
 """
 from __future__ import annotations
 

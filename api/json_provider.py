@@ -1,12 +1,4 @@
-"""JSON response bodies written by orjson, for the whole app (the API's are nearly all of them).
-
-orjson writes a list page of records an order of magnitude faster than Flask's encoder (`json.dumps`), which
-was a visible share of a list request. Only `jsonify`'s compact bodies change writer; `dumps` (templates'
-`tojson`, pretty output in debug) stays Flask's. Values orjson does not know (Decimal, dates, dataclasses,
-UUIDs) go to Flask's `default` as before, so they are written the same; anything orjson refuses outright (a
-lone UTF-16 surrogate, an integer beyond 64 bits) is written by Flask's encoder. Non-ASCII text is sent as UTF-8 rather
-than `\\u` escapes: the same JSON to any parser.
-"""
+"""JSON response bodies written by orjson for the whole app, falling back to Flask's encoder for what it refuses."""
 from __future__ import annotations
 
 from datetime import datetime
@@ -33,9 +25,7 @@ class OrjsonProvider(DefaultJSONProvider):
         return self._app.response_class(body + b"\n", mimetype=self.mimetype)
 
     def utc_response(self, obj):
-        """`response(obj)` for a body whose datetimes are naive UTC (records as selected): each is written as
-        `isoformat_z` writes it, by orjson itself. Where orjson cannot write the body, or the app writes with
-        Flask's encoder, they are formatted by `isoformat_z` and the body written as `response` would."""
+        """`response(obj)` for a body whose naive datetimes are UTC, each written as `isoformat_z` writes it."""
         if not self._flask_writes():
             try:
                 body = orjson.dumps(obj, default=self.default, option=_UTC_OPTIONS)

@@ -10,11 +10,7 @@ from core.applications.listing.pages import Page
 
 
 def page_response(page: Page, output: str, record: Callable, values: Callable, columns: Sequence[str]):
-    """`{code, has_next, cursor?, data}`, or CSV with `X-Has-Next` / `X-Cursor` headers.
-
-    `record(row)` builds the JSON record (its naive datetimes are written as UTC timestamps), `values(row)` the
-    flat CSV row in `columns` order.
-    """
+    """`{code, has_next, cursor?, data}` of `record(row)`s, or CSV of `values(row)` with `X-Has-Next` / `X-Cursor`."""
     if output == "csv":
         response = csv_response([values(row) for row in page.rows], columns)
     else:

@@ -1,8 +1,4 @@
-"""Strict query strings: a parameter the endpoint does not take is a 400 naming it.
-
-The parameters each operation takes are read from the OpenAPI document, so the document and the check
-cannot disagree. A typo such as `decison=accepted` would otherwise be ignored and return every record.
-"""
+"""Strict query strings: a parameter the endpoint does not take (per the OpenAPI document) is a 400 naming it."""
 from __future__ import annotations
 
 import difflib

@@ -1,15 +1,5 @@
-"""The API's rate-limit counters: fixed windows in Redis, checked and counted in one round trip.
-
-`check_and_hit(tests, hits)` runs one Lua script: it refuses when a counter of `tests` is spent (the address's
-failed-authentication budget, read but not counted) and otherwise counts the request against every limit of
-`hits` (the credential's), returning each count and the seconds left in its window. The counters are the
-same kind Flask-Limiter keeps (one Redis key per limit and window, expiring with it, under its key prefix, so
-`limiter.reset()` clears them too) and every process and machine shares them.
-
-When Redis is down or frozen (one socket timeout), the fault is logged and counted and the counters live in
-this process until Redis answers again: Redis is tried again after 1, 2, 4 … 32 s, so a request never waits
-for more than one timeout and requests in between cost nothing extra. Limits are then per process, never a
-failed request.
+"""The API's rate-limit counters: fixed windows in Redis checked and counted in one round trip (`check_and_hit`),
+in process while Redis is unreachable.
 """
 from __future__ import annotations
 
@@ -164,7 +154,7 @@ def _allowed(usages: list[Usage]) -> Outcome:
 
 
 def check_and_hit(tests: list[Counter], hits: list[Counter]) -> Outcome:
-    """Refuse when a `tests` counter is spent; else count the request in every `hits` counter (see module)."""
+    """Refuse when a `tests` counter is spent; else count the request in every `hits` counter."""
     counters_of_app = current_app.extensions.get("karibu_rate_limits")
     if counters_of_app is None:
         counters_of_app = current_app.extensions["karibu_rate_limits"] = _RedisCounters()

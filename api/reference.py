@@ -1,9 +1,5 @@
-"""`/api/v1/docs`: the API reference, the OpenAPI document rendered by Swagger UI (vendored, no CDN).
-
-Swagger UI was chosen over Redoc because it runs under the portal's strict Content-Security-Policy: it
-needs no inline script, no `eval` and no injected `<style>` elements (Redoc's styled-components inject
-them, which would need `style-src 'unsafe-inline'`), and no worker. The page sends the portal's policy, with
-one addition: `connect-src` also allows the origin of PUBLIC_BASE_URL, where "Try it out" sends requests.
+"""`/api/v1/docs`: the API reference, the OpenAPI document rendered by vendored Swagger UI under the portal's CSP
+(plus `connect-src` for PUBLIC_BASE_URL).
 """
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""`flask db …` (Flask-Migrate) without importing Flask-Migrate and Alembic when the app starts.
-
-Web workers never run migrations, and Alembic costs each of them 11 MiB: the `db` group is resolved on first
-use, like the migration settings (`core.db.DeferredMigrate`).
-"""
+"""`flask db …` (Flask-Migrate), with Flask-Migrate and Alembic imported on first use only."""
 from __future__ import annotations
 
 from functools import cached_property

@@ -1,7 +1,6 @@
 """Data-subject requests from the command line: `flask --app wsgi applicants export|erase APPLICANT_ID …`.
 
-APPLICANT_ID is the applicant's id (`apl_…`, the API's `admission_id`) or one of their application ids; both
-commands cover every record of that person in the institution (same email or phone, see core.privacy).
+APPLICANT_ID is an applicant (`apl_…`) or application id; every record of that person is covered.
 """
 from __future__ import annotations
 

@@ -63,15 +63,7 @@ _WRITE_STATEMENT = re.compile(r"\s*(INSERT|UPDATE|DELETE|REPLACE)\b", re.IGNOREC
 
 @event.listens_for(Engine, "before_cursor_execute")
 def _begin_sqlite_write_transaction(connection, cursor, statement, parameters, context, executemany) -> None:
-    """SQLite: a transaction that writes takes the database's write lock before its first statement runs.
-
-    `SELECT … FOR UPDATE` is a no-op on SQLite, and pysqlite would begin a deferred transaction only at the
-    first INSERT/UPDATE, after the reads that decided what to write; concurrent requests then decided on the
-    same stale rows (a decision sent ten times). Here the first write, or the first read that PostgreSQL would
-    lock (`with_for_update()`), opens the transaction with BEGIN IMMEDIATE: it waits for the write lock
-    (busy_timeout), so writing transactions run one after another, each on fresh data. Plain reads before it run
-    outside any transaction and take no lock, as before.
-    """
+    """SQLite: open a writing transaction with BEGIN IMMEDIATE at its first write or locking read."""
     if connection.dialect.name != "sqlite" or connection.connection.dbapi_connection.in_transaction:
         return
     if _WRITE_STATEMENT.match(statement) or _locks_rows(context):
@@ -110,14 +102,7 @@ def _forget_writes_on_commit(connection) -> None:
 
 @event.listens_for(Engine, "rollback")
 def _end_reads_with_commit(connection) -> None:
-    """PostgreSQL: a transaction that only read is ended with COMMIT, the same outcome as a ROLLBACK.
-
-    psycopg forgets every prepared statement of a connection on ROLLBACK (a rolled-back DROP could otherwise
-    leave one pointing at nothing), and the session's transaction of every request ends with one. Statements
-    then never reached the five runs after which psycopg prepares them, and PostgreSQL parsed and planned each
-    query on every request (for the application list, more of its CPU than running the query). A transaction
-    that wrote, or failed, is still rolled back.
-    """
+    """PostgreSQL: end a transaction that only read with COMMIT (keeps psycopg's prepared statements)."""
     wrote = connection.info.pop(_TRANSACTION_WROTE, False)
     if wrote or connection.dialect.name != "postgresql":
         return
@@ -130,15 +115,7 @@ def _end_reads_with_commit(connection) -> None:
 
 
 def read_once(statement, parameters: dict):
-    """The rows of a SELECT of a request that only reads (a list page): on PostgreSQL, outside a transaction.
-
-    At READ COMMITTED every statement takes its own snapshot, in a transaction or out of one, so for reads alone
-    BEGIN and the COMMIT that ends them (`_end_reads_with_commit`) are two round trips for nothing; the statement
-    runs on the session's connection in autocommit, its isolation level restored when the session hands the
-    connection back to the pool. It also runs on SQLAlchemy Core, without the ORM's result processing: it selects
-    columns only. Where the session already holds a transaction (a search with its SET LOCAL settings, or reads
-    before a write), or on SQLite, whose plain reads take no transaction anyway, it runs in that one.
-    """
+    """The rows of a read-only request's SELECT (columns only), on PostgreSQL outside any transaction."""
     session = db.session()
     outside_a_transaction = not session.in_transaction() and session.get_bind().dialect.name == "postgresql"
     options = {"isolation_level": "AUTOCOMMIT"} if outside_a_transaction else None
@@ -146,15 +123,9 @@ def read_once(statement, parameters: dict):
 
 
 class KeptSelect:
-    """A SELECT kept and run again with each request's parameter values (a list page's statement, one per shape).
+    """A SELECT kept and run again with each request's parameter values (one per shape), rows as named tuples.
 
-    On PostgreSQL, outside a transaction, it runs on the driver: its text and the row type are made once, and each
-    run is a pooled connection in autocommit, psycopg's execute (a prepared statement after five runs) and its
-    rows. SQLAlchemy's execution (its context, result metadata read from the cursor's description, Row objects)
-    and the session's transaction bookkeeping cost a list page about twice the driver's own CPU for the same
-    rows. The rows are named tuples: by position, and by the select's column names as a Row would be.
-    Elsewhere (in a transaction, on SQLite, or a statement with an expanding `IN` whose text depends on its
-    values) it runs as `read_once` does.
+    On PostgreSQL outside a transaction it runs on the driver directly; elsewhere as `read_once` does.
     """
 
     def __init__(self, statement: Select):
@@ -231,12 +202,7 @@ def redis_connection() -> redis.Redis:
 
 
 def discard_session() -> None:
-    """End the current session; a connection that cannot be rolled back is thrown away, not reused.
-
-    A rollback fails on a connection the database dropped (an outage) or one left in the middle of a command
-    (a job interrupted by RQ's timeout). Such a connection is invalidated (closed and dropped from the pool),
-    so the next request or job gets a fresh one and nothing raises from a teardown.
-    """
+    """End the current session; a connection that cannot be rolled back is invalidated, not reused."""
     session = db.session()
     connections = _connections_of(session)
     try:

@@ -1,9 +1,6 @@
-"""Domain errors, carrying the one error shape of the API and the callbacks.
+"""Domain errors, carrying the one error shape of the API and the callbacks (see docs/api.md, "Errors").
 
-A 4xx is rendered as `{"code": status, "error": message, "errors": [problem, …], **extra}`, where each
-problem is `{"location": "query|body|header|path", "name": …, "message": …}` (plus optional keys, such as
-`index` and `id` for the items of a bulk update). Raise with `errors=[problem(…), …]` for several problems,
-or with one of the shorthands for a single one: `parameter=` (query), `field=` (body), `header=`.
+Raise with `errors=[problem(…), …]`, or one of `parameter=` (query), `field=` (body), `header=`.
 """
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""Languages of applicant-facing text (emails, SMS, the public pages): English, French and Swahili.
-
-The `.po` catalogues under `translations/` are the source; `compile_catalogues` turns them into the `.mo`
-files Flask-Babel reads, in the instance folder, whenever one is missing or older than its `.po` (the same
-as `pybabel compile`, done at start so a fresh clone needs no extra step and no stale binary is committed).
-A string missing from a catalogue is shown in English.
-"""
+"""Languages of applicant-facing text (English, French, Swahili) and the compiling of `translations/` catalogues."""
 from __future__ import annotations
 
 import os

@@ -1,12 +1,4 @@
-"""Prometheus metrics: the counters and histograms the code increments, and gauges read from the database.
-
-Counters and histograms live in prometheus-client's default registry. Under gunicorn (several worker
-processes) `PROMETHEUS_MULTIPROC_DIR` is set before this module is imported and prometheus-client keeps every
-process's values in memory-mapped files there; the `/metrics` view adds them up (see `ops.metrics`).
-
-Table-backed gauges are computed when scraped, from the database, so they are right whichever process
-answers: one `TableGauge` line in `TABLE_GAUGES` each.
-"""
+"""Prometheus metrics: the counters and histograms the code increments, and gauges read from the database."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable

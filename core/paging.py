@@ -1,8 +1,4 @@
-"""Pages of a newest-first list read by keyset on the row id: the rows, and the key of the next older page.
-
-The audit log, the message outbox and the webhook delivery log page this way (`?before=<next_before>`); the
-applicant list pages by signed cursor instead (`core.applications.listing.pages.Page`).
-"""
+"""Pages of a newest-first list read by keyset on the row id: the rows, and the key of the next older page."""
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -41,16 +41,7 @@ def queue_backoff() -> RedisBackoff:
 
 
 class DrainSignal:
-    """Wakes the workers that drain one outbox (webhook deliveries, messages).
-
-    The outbox rows are the truth; a drain job is only a wake-up call. `after_commit()` asks for one once the
-    current transaction commits (nothing if it rolls back). At most one drain job waits at a time: a Redis
-    flag holding the job's id, written together with the job in one MULTI/EXEC (both or neither, so no flag
-    outlives the job it announces) and cleared by the drain when it starts (`started()`), so a burst of
-    commits queues one job. When Redis is away or frozen the change stays committed, the request path leaves
-    Redis alone for a back-off period (`RedisBackoff`) and the periodic sweep wakes a worker later; the sweep
-    queues a job unless the flagged one is really in the queue.
-    """
+    """Wakes the workers that drain one outbox, queueing at most one waiting drain job after commit."""
 
     def __init__(self, outbox: str, queue_name: str, job: str, *, job_timeout: int = 180,
                  queued_ttl_seconds: int = 30):
@@ -65,9 +56,10 @@ class DrainSignal:
         db.session().info[self._session_flag] = True
 
     def signal(self, *, check_queue: bool = False) -> bool:
-        """Queue a drain job unless one is already waiting; True when one was queued. With `check_queue`
-        (the sweep), a flag whose job is no longer in the queue (taken by a worker killed before it started,
-        or lost) does not count."""
+        """Queue a drain job unless one is already waiting; True when one was queued.
+
+        With `check_queue` (the sweep), a flag whose job is no longer in the queue does not count.
+        """
         target = queue(self.queue_name)
         with redis_connection().pipeline() as pipe:
             pipe.watch(self.queued_key)

@@ -1,8 +1,4 @@
-"""The one place where institution data is scoped to the caller's institution.
-
-Every query of institution-owned rows goes through an `InstitutionScope`, so a foreign id behaves exactly
-like a missing one and no view can forget the filter.
-"""
+"""The one place where institution data is scoped to the caller's institution (`InstitutionScope`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,9 +1,4 @@
-"""Stored codes in words: what a person reads instead of `waitlisted`, `national_id` or `flutterwave`.
-
-The database and the API keep the codes (the spec names them); every page, staff email and portal export shows
-`words(kind, code)` in the reader's language. A code this module does not know is shown as it is, so a value
-added elsewhere stays visible rather than blank; the translation guard test lists the kinds it expects here.
-"""
+"""Stored codes in words (`words(kind, code)`) in the reader's language; an unknown code is shown as it is."""
 from __future__ import annotations
 
 from flask_babel import lazy_gettext as _l

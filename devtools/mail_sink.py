@@ -1,9 +1,4 @@
-"""A local SMTP sink (aiosmtpd) for development: accepts every message and keeps it as a `.eml` file.
-
-`scripts/run.sh` starts it when MAIL_SERVER is unset, so sending a decision in the portal really goes over
-SMTP. The portal's admin Messages page shows each message as it was written (text and HTML parts); the files
-in `instance/mail/` are the exact bytes received, to open in any mail client.
-"""
+"""A local SMTP sink (aiosmtpd) for development: accepts every message and keeps it as a `.eml` file."""
 from __future__ import annotations
 
 import itertools

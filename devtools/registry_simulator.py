@@ -1,15 +1,5 @@
-"""Registry simulator: a small HTTP server speaking NESA's, UNEB's and KNEC's wire formats.
-
-No examination registry publishes a public API, so the live path is developed and tested against this
-server. It answers from `SIMULATED_RECORDS` and can be switched, per registry or for all, to misbehave:
-
-- `normal`: answers at once;  `slow`: waits `delay` seconds first;  `error`: answers with HTTP `status`
-  (default 500);  `garbage`: 200 with a body that breaks the wire format;  `redirect`: 302 to a URL that
-  would answer normally, so a client that followed it would wrongly succeed.
-
-Control (no credentials; bind it to loopback): `GET /_simulator/health`, `GET /_simulator/records`,
-`GET|PUT /_simulator/behaviour` with `{"mode", "delay"?, "status"?, "registry"?}`.
-Built on Werkzeug alone so it stays independent of the Karibu application.
+"""Registry simulator: a Werkzeug HTTP server speaking NESA's, UNEB's and KNEC's wire formats from
+`SIMULATED_RECORDS`, switchable to misbehave (docs/verification.md, "Registry simulator").
 """
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
 """Demo data: "Demo University" with programs, cycles, a pipeline, applicants and their documents.
 
-Idempotent: the institution, programs, cycles and the admin user are created once; applications are topped
-up to the requested count. Large counts are written with PostgreSQL COPY (a million in about two minutes);
-other databases use batched inserts.
+Idempotent: applications are topped up to the requested count (by COPY on PostgreSQL).
 """
 from __future__ import annotations
 
@@ -148,9 +146,7 @@ class _Writer:
         self.use_copy = self.connection.dialect.name == "postgresql"
 
     def without_secondary_indexes(self):
-        """For large PostgreSQL loads: drop the secondary indexes of the bulk tables now (the model's and those
-        made by migrations, such as the trigram search index) and rebuild them from their definitions when the
-        returned callable is called: one sorted build is much faster than maintaining them row by row."""
+        """Drop the bulk tables' secondary indexes (PostgreSQL); the returned callable rebuilds them."""
         definitions = self.connection.execute(text(
             "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema() "
             "AND tablename = ANY(:tables) "

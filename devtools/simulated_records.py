@@ -1,8 +1,4 @@
-"""The registry simulator's own records: generated deterministically, distinct from the trial demo records.
-
-`python -c "from devtools.simulated_records import SIMULATED_RECORDS"` or the simulator's
-`GET /_simulator/records` lists them; the live-path tests and the benchmark look records up from here.
-"""
+"""The registry simulator's own records, generated deterministically, distinct from the trial demo records."""
 from __future__ import annotations
 
 import random

@@ -1,11 +1,5 @@
-"""A local stand-in for Africa's Talking's SMS API, for development and tests (like the registry simulator).
-
-It speaks the gateway's format: `POST /version1/messaging` with the `apiKey` header and a form body
-(`username`, `to` as comma-separated international numbers, `message`, optional `from`), answered with
-HTTP 201 and `{"SMSMessageData": {"Message": …, "Recipients": [{"statusCode", "number", "status", "cost",
-"messageId"}]}}`. Status 101 `Success` for a valid number, 403 `InvalidPhoneNumber` otherwise; a wrong key is
-HTTP 401. `mode` switches it to answering HTTP 500 (`error`) to play an outage.
-Control: `GET /_stand-in/messages` lists what was accepted.
+"""A local stand-in for Africa's Talking's SMS API (`POST /version1/messaging`), for development and tests
+(docs/messages.md).
 """
 from __future__ import annotations
 

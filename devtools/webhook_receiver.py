@@ -1,11 +1,5 @@
-"""Development webhook receiver: a small HTTP server the demo's webhooks are sent to (scripts/run.sh starts it
-and sets WEBHOOK_DEV_RECEIVER_URL to it).
-
-`POST /hooks/<institution id>` accepts a delivery, checks both of its signatures with the signing secret of
-that institution's endpoint (`secret_for`, given by the command that starts it) and keeps it in memory (the
-latest `KEEP` only). `GET /` shows the received deliveries, newest first, with "signature verified: yes/no";
-`GET /deliveries` gives them as JSON. Never for production: no authentication, bind it to loopback.
-Built on Werkzeug alone, like the registry simulator.
+"""Development webhook receiver: keeps the demo's deliveries to `POST /hooks/<institution id>` in memory with
+their signatures checked, shown at `GET /` and `GET /deliveries`. Never for production.
 """
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
 """gunicorn settings for Karibu: `gunicorn -c python:ops.gunicorn_config wsgi:app` (see docs/operations.md).
 
-A module of the package, so an installed Karibu has it too.
-
-Metrics: prometheus-client's multiprocess mode needs `PROMETHEUS_MULTIPROC_DIR` set before the app is
-imported (in the workers, which import it). It is emptied when gunicorn starts, and a dead worker's live
-gauges are dropped by `child_exit`.
-Everything here can be overridden on the command line or with GUNICORN_CMD_ARGS. The settings come from
-`core.config.Settings`, like the app's: the environment over `.env` in the working directory.
+Read from `core.config.Settings`; overridable on the command line or with GUNICORN_CMD_ARGS.
 """
 import os
 import shutil
@@ -20,10 +14,7 @@ except ConfigurationError as error:  # the message the app would give, not a tra
     raise SystemExit(f"Karibu cannot start: {error}") from None
 
 bind = _settings.KARIBU_BIND
-# Chosen by measurement (docs/performance.md, "API under load"): the work of a request is mostly Python, so
-# processes, not threads, use the cores. On 2 cores, 3 workers x 2 threads served the API list 1.5x what
-# 2 x 4 did and 4 x 1 about as much again, but with 1 thread a worker waiting on a slow registry or streaming
-# an export serves nobody else: 2 threads keep a worker useful while one request waits.
+# Processes use the cores; 2 threads keep a worker useful while one request waits (docs/design-notes.md, ops).
 workers = _settings.WEB_CONCURRENCY
 threads = _settings.KARIBU_THREADS
 timeout = 60

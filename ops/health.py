@@ -1,8 +1,5 @@
-"""`/healthz` (the process answers) and `/readyz` (it can serve: database, Redis, schema), for load balancers.
-
-`/healthz` touches nothing else, so a slow database never gets a healthy process restarted. `/readyz` gives
-each dependency `READINESS_TIMEOUT` seconds and answers 503 naming what failed, so a balancer takes the node
-out of rotation until it answers again.
+"""`/healthz` (the process answers) and `/readyz` (database, Redis, schema, each within `READINESS_TIMEOUT`; 503
+naming what failed), for load balancers.
 """
 from __future__ import annotations
 

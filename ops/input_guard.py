@@ -1,18 +1,5 @@
-"""The input guard at the edge: every path, query string, form field, header and cookie of every request is
-text (UTF-8) without NUL or lone surrogates, and a body that cannot be read is a 400 too.
-
-Two parts, wired by wsgi.py:
-- `undecodable_input(request)`, run first among the before-request hooks: the first fault found, as an error
-  problem (`core.errors.problem`: location path|query|body|header, name, message), or None. The raw bytes are
-  checked where the server hands them over undecoded (path, query string, url-encoded form, headers), since
-  werkzeug would otherwise replace bytes that are not UTF-8 without a word; multipart fields and cookies are
-  checked once werkzeug decoded them. U+FFFD, which decoders put for bytes that are not UTF-8, is refused
-  everywhere (no form or link of Karibu has a use for it).
-- `GuardedBodyMiddleware`: every read of the request body that fails in the server (a malformed chunk, a
-  connection closed mid-body: werkzeug and gunicorn raise their own exceptions) raises `UnreadableBody`, an
-  `InvalidInput` the app's error handler answers with a 400 in the shape of the path (JSON or error page).
-
-The cost is a scan of each value (measured in docs/operations.md, "Input guard").
+"""The input guard at the edge: `undecodable_input(request)` finds text that is not UTF-8 (or holds NUL, lone
+surrogates, U+FFFD), `GuardedBodyMiddleware` turns a failed body read into `UnreadableBody` (a 400).
 """
 from __future__ import annotations
 

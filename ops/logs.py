@@ -1,9 +1,5 @@
-"""Logging: text lines for development, or `LOG_FORMAT=json` (one JSON object per line) for collectors.
-
-Every record carries the request id and, where known, the institution of the caller; one `karibu.request`
-line per request adds method, path, status and duration. Paths are logged as the audit log keeps them
-(core.audit.recording.redacted_request_path): `/decisions/respond/<token>` and the like never reach a log, nor
-through the development server's own access lines.
+"""Logging: text lines, or `LOG_FORMAT=json` for collectors, with the request id, the institution and redacted
+paths; one `karibu.request` line per request.
 """
 from __future__ import annotations
 

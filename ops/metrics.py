@@ -1,9 +1,5 @@
-"""`/metrics` in Prometheus text format, only for clients in `METRICS_ALLOWED_NETWORKS`, and the request
-metrics (count and latency per Flask endpoint and status; rate-limit refusals).
-
-The client address is `request.remote_addr`, which `PROXY_COUNT` (ProxyFix) sets from `X-Forwarded-For`
-behind trusted proxies: run gunicorn on a private address so that nothing can bypass the proxy and forge
-that header.
+"""`/metrics` in Prometheus text format, only for clients in `METRICS_ALLOWED_NETWORKS`, and the request metrics
+(count and latency per Flask endpoint and status; rate-limit refusals).
 """
 from __future__ import annotations
 

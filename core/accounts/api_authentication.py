@@ -1,13 +1,6 @@
-"""Authentication of `/api/v1` callers: live keys, the public trial key and OIDC bearer tokens.
+"""Authentication of `/api/v1` callers (live keys, the public trial key, OIDC bearer tokens) into a `Principal`.
 
-`authenticate()` is the only place a credential is turned into a `Principal`. The institution check lives
-here too, so a key of a disabled or deleted institution gets the same 404 on every endpoint.
-
-Credential cache: what a key hash and an institution id resolve to is kept in process for at most
-`API_CREDENTIAL_CACHE_SECONDS` (≤ 1 s), so a busy key costs one lookup per second per process instead of two
-queries per request. Revocation needs no message between nodes: an entry read before a revocation commits
-expires within that time on every node, whether Redis is up or not (Redis plays no part). On the node that
-made the change, a commit touching an API key or an institution empties the cache at once.
+The credential cache and its revocation bound: docs/architecture.md (request path), docs/design-notes.md.
 """
 from __future__ import annotations
 
@@ -78,11 +71,7 @@ INVALID_CREDENTIALS = "Invalid API key"
 
 
 def authorization_token(authorization_header: str | None, scheme: str = "Bearer") -> str | None:
-    """The token of `<scheme> <token>`: scheme compared case-insensitively, any whitespace around and between.
-
-    None when the header is missing, names another scheme or has no token. The one parser of Authorization
-    headers (the API and the bundled registry simulator use it).
-    """
+    """The token of an `Authorization: <scheme> <token>` header (scheme case-insensitive), or None when absent."""
     parts = (authorization_header or "").split(None, 1)
     if len(parts) != 2 or parts[0].casefold() != scheme.casefold():
         return None
@@ -121,11 +110,7 @@ class _KeyRecord:
 
 
 class _CredentialCache:
-    """Key hash → `_KeyRecord` and institution id → active, each kept for a short time (see the module doc).
-
-    Plain dicts: reads and writes of one entry are atomic under the GIL, and a lost race only costs a query.
-    Unknown key hashes are not kept (guesses must not fill memory).
-    """
+    """Key hash → `_KeyRecord`, institution id → active, kept `API_CREDENTIAL_CACHE_SECONDS`; unknown keys not kept."""
 
     MAX_ENTRIES = 10_000
 

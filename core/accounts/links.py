@@ -1,12 +1,6 @@
 """Emailed links of staff accounts: invitations (72 h) and password resets (1 h), each usable once.
 
-A link is PUBLIC_BASE_URL + /account/invitation/<token> or /account/reset/<token>. The token is 256 bits from
-the CSPRNG; only its SHA-256 is stored, so the database alone opens no account. Using a link consumes it with a
-conditional UPDATE (still unused, unrevoked and unexpired), so two tabs submitting one link cannot both win.
-An expired, used, revoked, unknown or malformed token is the same to the caller: `LinkNotValid`, nothing changed.
-
-Invitations never look at other institutions: inviting an address that has an account elsewhere is exactly
-like inviting a new one (accounts are per institution, see core.accounts.users).
+Any invalid token (expired, used, revoked, unknown, malformed) raises `LinkNotValid` and changes nothing.
 """
 from __future__ import annotations
 
@@ -64,9 +58,10 @@ def _now():
 
 def invite(scope: InstitutionScope, email: str, role: str, inviter: User, language: str | None = None
            ) -> StaffInvitation:
-    """Invite `email` to the institution with `role` and email the link. Inviting an address again (pending,
-    expired or revoked invitation) sends a fresh link and withdraws the old one. Conflict only when the
-    institution itself already has an account with this email."""
+    """Invite `email` with `role` and email the link, replacing any earlier invitation of that address.
+
+    Raises Conflict when the institution already has an account with this email.
+    """
     institution = scope.institution()
     if institution is None:
         raise NotFound("Institution not found")

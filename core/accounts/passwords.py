@@ -54,12 +54,7 @@ def is_common_password(password: str) -> bool:
 
 
 def password_problem(password: str, email: str) -> str | None:
-    """Why `password` may not be the password of the account `email`, or None when it may.
-
-    At least MIN_PASSWORD_LENGTH characters, not a well-known common password (`is_common_password`), and
-    not containing the local part of the email (case-insensitively; a local part under 3 characters, such as
-    "a@…", is not looked for: it would refuse most passwords and protect nothing).
-    """
+    """Why `password` may not be the password of account `email` (short, common, has the local part), or None."""
     if len(password) < MIN_PASSWORD_LENGTH:
         return _("The password must be at least %(count)d characters long.", count=MIN_PASSWORD_LENGTH)
     if len(password) > MAX_PASSWORD_LENGTH:

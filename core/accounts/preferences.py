@@ -1,14 +1,4 @@
-"""Time and language preferences: the institution's time zone (every time shown in the portal) and each staff
-member's portal language.
-
-Institutions carry no country of their own; the currency of their programs' fees says where they are
-(RWF: Rwanda, UGX: Uganda, KES: Kenya), so an institution that never chose a zone sees the zone of that
-country, and UTC when the currency names none of them.
-
-An admin chooses from a curated list: the zones of tzdata's `zone.tab` (one or more per country, no obsolete
-aliases such as Africa/Asmera or Africa/Timbuktu) plus UTC, East Africa's first. A zone stored before (an
-alias) keeps working and is shown as the canonical zone it maps to.
-"""
+"""Time and language preferences: the institution's time zone and each staff member's portal language."""
 from __future__ import annotations
 
 from functools import lru_cache

@@ -1,9 +1,4 @@
-"""Saved views of the applicant list: a name and the list's query string, kept per user.
-
-A view belongs to one user of one institution: every read and write is scoped to both, so a colleague's
-view or another institution's behaves exactly like a missing one. Saving under a name the user already
-uses replaces that view's query (the name is the user's handle for it).
-"""
+"""Saved views of the applicant list (a name and a query string), scoped to one user of one institution."""
 from __future__ import annotations
 
 from sqlalchemy.exc import IntegrityError

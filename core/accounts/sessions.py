@@ -1,7 +1,6 @@
-"""Server-side records of signed-in staff browsers: created at sign-in, checked on every request, ended at
-sign-out, by the user ("end", "sign out everywhere"), by every change that must sign a user out (password
-changed or reset, role changed, account deactivated, two-factor turned on or required), and by time: after
-`PORTAL_SESSION_IDLE_MINUTES` without a request and `PORTAL_SESSION_LIFETIME_HOURS` after sign-in."""
+"""Server-side records of signed-in staff browsers: created at sign-in, checked per request, ended on sign-out,
+on security changes, after `PORTAL_SESSION_IDLE_MINUTES` idle or `PORTAL_SESSION_LIFETIME_HOURS` in all.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass

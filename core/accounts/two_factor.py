@@ -1,19 +1,6 @@
 """Two-factor sign-in of staff: TOTP (RFC 6238, with pyotp) and single-use recovery codes.
 
-- The TOTP secret is stored encrypted (Fernet, key derived from SECRET_KEY with HKDF under its own label), so a
-  copy of the database alone does not give anyone codes. Changing SECRET_KEY makes the stored secrets
-  unreadable: codes then fail and users sign in with a recovery code, turn two-factor off and enrol again.
-- A code is accepted for the current 30-second step and one step either side (clock drift), and never for a
-  step at or before the last one accepted: a code seen over someone's shoulder cannot be replayed, even in
-  its window. The step is advanced with a conditional UPDATE, so two requests racing with one code cannot
-  both win.
-- Turning two-factor on ends what it replaces: enrolling ends every session of the user (the enrolling browser
-  gets a fresh one from the portal), and an institution requiring it of admins ends the sessions of its admins
-  who have not enrolled, all opened with the password alone (the deciding admin's own browser is kept, and
-  must enrol before anything else).
-- Recovery codes are 16 characters of Crockford base32 (80 random bits), shown once and stored as SHA-256.
-  A slow hash (argon2) is for low-entropy passwords; 80 random bits cannot be brute-forced from a plain
-  SHA-256, and a hash can be looked up by value (no argon2 run per stored code at every sign-in).
+Storage, replay protection and the sessions it ends: docs/portal.md, "Two-factor sign-in".
 """
 from __future__ import annotations
 
@@ -113,11 +100,7 @@ def status(user: User) -> TwoFactorStatus:
 
 
 def start_enrolment(user: User) -> Enrolment:
-    """A new secret for the user's authenticator, kept pending until `confirm_enrolment`.
-
-    The pending secret is reused when the page is opened again, so a code app set up from an earlier view of
-    the page keeps working; a secret of another SECRET_KEY is replaced.
-    """
+    """A secret for the user's authenticator, pending until `confirm_enrolment` (a pending one is reused)."""
     credential = _credential(user)
     if credential is not None and credential.confirmed_at is not None:
         raise Conflict("Two-factor sign-in is already on. Turn it off first to enrol another device.")
@@ -135,9 +118,10 @@ def start_enrolment(user: User) -> Enrolment:
 
 
 def confirm_enrolment(user: User, code: str) -> list[str] | None:
-    """Switch two-factor sign-in on when `code` comes from the pending secret: the new recovery codes, or
-    None when the code does not match. Every session of the user ends with it (they were opened with the
-    password alone); the caller starts a fresh one for the enrolling browser."""
+    """Switch two-factor on when `code` matches the pending secret and end the user's sessions.
+
+    Returns the new recovery codes, or None when the code does not match.
+    """
     credential = _credential(user)
     if credential is None or credential.confirmed_at is not None:
         raise Conflict("There is no enrolment waiting for a code. Start again.")
@@ -202,10 +186,9 @@ def reset(scope: InstitutionScope, email: str) -> tuple[User, bool]:
 
 
 def set_admin_requirement(scope: InstitutionScope, required: bool, *, keep_session_id: str | None = None) -> bool:
-    """Require (or stop requiring) two-factor sign-in for the institution's admins; whether it changed.
+    """Require (or stop requiring) two-factor for the institution's admins; whether it changed.
 
-    Requiring it ends, in the same transaction, every session of the institution's admins who have not
-    enrolled (opened with the password alone), except `keep_session_id`: the deciding admin's browser.
+    Requiring it ends the sessions of unenrolled admins except `keep_session_id`.
     """
     institution = scope.institution()
     if institution is None:

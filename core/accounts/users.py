@@ -1,8 +1,6 @@
 """Staff accounts of an institution: creation, sign-in check, listing, role changes, deactivation and passwords.
 
-Accounts are per institution: the pair (institution, email) is unique, not the email. The same person may hold
-accounts at two institutions, each with its own password; nothing done at one institution (an invitation, a
-failed creation) tells anything about the accounts of another.
+Accounts are per institution: (institution, email) is unique, not the email.
 """
 from __future__ import annotations
 
@@ -65,9 +63,7 @@ def _institution_is_active(user: User) -> bool:
 
 
 def check_credentials(email: str, password: str) -> list[User]:
-    """The active accounts (of active institutions) with this email whose password is `password`; empty when
-    none (no reason given). Usually one; several when the person uses one password at several institutions.
-    An email without accounts costs the time of one password check, like a wrong password."""
+    """The active accounts (of active institutions) with this email whose password is `password`; empty when none."""
     accounts = active_accounts_with_email(email)
     if not accounts:
         verify_against_nothing(password)

@@ -1,11 +1,5 @@
-"""Everything staff see about one application: the record, the applicant, payments, decisions,
-documents, credential checks, the messages sent to the applicant and one timeline of all of it.
-
-The timeline is read from the rows themselves, never from the webhook outbox (events are pruned after their
-retention period and `application.updated` is off by default): the submission from the application, state
-changes with who made them from `application_history`, payments, messages, checks and documents from their
-own tables. Decisions made, sent or answered before the history existed (or written by the demo seeder)
-come from the decisions table, without an actor.
+"""Everything staff see about one application (record, applicant, payments, decisions, documents, checks,
+messages) and one timeline of it, read from the rows themselves.
 """
 from __future__ import annotations
 

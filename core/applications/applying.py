@@ -1,8 +1,4 @@
-"""Submitting an application: the public apply form, or staff submitting for an applicant.
-
-The applicant, the application (in the first stage of the institution's pipeline) and the
-`application.submitted` event with its webhook delivery are written in one transaction.
-"""
+"""Submitting an application: the public apply form, or staff submitting for an applicant."""
 from __future__ import annotations
 
 import re
@@ -81,14 +77,10 @@ def clean_applicant_fields(fields: ApplicantFields) -> ApplicantFields:
 
 def submit_application(scope: InstitutionScope, program_id: str, cycle_id: str, applicant: ApplicantFields, *,
                        submitted_by_staff: bool = False, language: str | None = None) -> Application:
-    """Create the application (and its applicant) and emit `application.submitted`, in one commit.
+    """Create the application (and its applicant, matched by email) and emit `application.submitted`, in one commit.
 
-    An applicant of the institution with the same email (trimmed, lower-cased) is the same person: the new
-    application is theirs, so a data-subject request finds both. What they already gave (names, phone,
-    language) is not changed by the form, which anyone can submit; only a missing phone is filled in.
-    The cycle must be open and offer the program. The same email cannot apply twice to the same program in
-    the same cycle (409), which also makes a double-clicked submit harmless. `language` (en, fr, sw) is the
-    one messages to the applicant are written in; None or any other value: the institution's default.
+    Raises InvalidInput for a bad field or closed cycle, Conflict when the email already applied to this program
+    and cycle. `language` (en, fr, sw; else the institution's default) is the one its messages are written in.
     """
     active_institution(scope)
     fields = clean_applicant_fields(applicant)

@@ -1,9 +1,4 @@
-"""Constant-time application counts, read from the trigger-maintained counters (core/models/counts.py).
-
-A count is the sum of a combination's delta rows; `compact_counts` folds them so that a read touches about
-one row per combination however many writes came before. `verify_counts` compares every counter with
-`COUNT(*)` over the applications table (the `counts verify` command).
-"""
+"""Constant-time application counts read from the trigger-maintained counters (core/models/counts.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -83,11 +78,7 @@ def per_day(scope: InstitutionScope, cycle_id: str) -> dict[date, int]:
 
 
 def count_by_dimensions(scope: InstitutionScope, filters: Mapping[str, Any], connection=None) -> int | None:
-    """The number of applications matching `filters` when every filter is a counted dimension, else None.
-
-    `filters` uses the keys of DIMENSION_FILTERS (cycle and program as lists of resolved ids). Read on
-    `connection` when given (an export's snapshot), else in the current session.
-    """
+    """The number of applications matching `filters` (DIMENSION_FILTERS keys) if all are counted, else None."""
     if any(name not in DIMENSION_FILTERS for name in filters):
         return None
     statement = scope.select(ApplicationCount, func.coalesce(func.sum(ApplicationCount.n), 0))
@@ -98,12 +89,7 @@ def count_by_dimensions(scope: InstitutionScope, filters: Mapping[str, Any], con
 
 
 def compact_counts() -> int:
-    """Fold the delta rows into one row per combination; returns how many rows were folded away.
-
-    Only rows up to the highest id seen are folded, all in one transaction, so rows that other transactions
-    append meanwhile are left for the next run. Two compactions at once: the second finds rows already gone
-    (a serialisation error on PostgreSQL, fewer deleted rows on SQLite) and rolls back, so nothing is doubled.
-    """
+    """Fold the delta rows into one row per combination; returns how many rows were folded away."""
     folded = 0
     with db.engine.connect() as connection:
         if connection.dialect.name == "postgresql":

@@ -1,16 +1,5 @@
-"""CSV rendering of API records, and the streaming export of every matching application.
-
-Columns are dotted field names of the nested JSON record (``personal.first_name``), so a CSV file and a
-JSON page describe the same thing with the same names. Lines end with LF (as PostgreSQL's COPY writes them).
-
-Text cells that a spreadsheet would run as a formula (first character ``=``, ``+``, ``-``, ``@``, tab or
-carriage return) are prefixed with a single quote, the OWASP recommendation. Numbers are written as numbers
-and never prefixed, so a negative amount stays ``-1`` while a name typed as ``-1`` becomes ``'-1``.
-One exception: a text that is plainly a phone number in international form (``+``, then 7 to 15 digits with
-at most two spaces, dots, hyphens or parentheses between them: ``+250 788 123 456``) is written as it is.
-It can hold no function call, reference or text, so a spreadsheet can at worst read it as a number; a
-quote in front of every phone number was the bigger harm.
-Booleans are ``true``/``false`` as in JSON, a missing value is an empty cell.
+"""CSV rendering of API records (dotted headers, formula-neutralised text cells, LF lines), and the streaming
+export of every matching application.
 """
 
 from __future__ import annotations
@@ -66,7 +55,7 @@ def csv_cell(value: Any) -> Any:
 
 
 def is_plain_phone(text: str) -> bool:
-    """Whether `text` is a phone number in international form and nothing else (see the module's rule)."""
+    """Whether `text` is a phone number in international form and nothing else (docs/api.md, "CSV")."""
     return _PLAIN_PHONE.fullmatch(text) is not None
 
 
@@ -78,11 +67,7 @@ class _LineBuffer:
 
 
 def iter_csv(rows: Iterable[Sequence[Any]], columns: Sequence[str]) -> Iterator[str]:
-    """Stream a CSV document from flat rows (values in ``columns`` order).
-
-    Consumes ``rows`` lazily and yields text chunks of about STREAM_CHUNK_SIZE characters, so memory stays
-    constant however many rows the source produces.
-    """
+    """Stream a CSV document from flat rows (values in ``columns`` order) in chunks of about STREAM_CHUNK_SIZE."""
     write_line = _line_writer()
     chunk: list[str] = [write_line(columns)]
     size = len(chunk[0])
@@ -99,11 +84,7 @@ def iter_csv(rows: Iterable[Sequence[Any]], columns: Sequence[str]) -> Iterator[
 
 
 def _line_writer():
-    """writerow() returning one LF-terminated line.
-
-    The csv module quotes a cell containing CR or LF only when both are in its line terminator, so lines are
-    written with CRLF and the final CRLF is turned into LF.
-    """
+    """writerow() returning one LF-terminated line (cells holding CR or LF are quoted)."""
     writer = csv.writer(_LineBuffer(), lineterminator="\r\n")
 
     def write_line(values: Sequence[Any]) -> str:
@@ -113,17 +94,8 @@ def _line_writer():
 
 
 class StreamedExport:
-    """A streamed export that has done everything that can fail before its first byte is sent.
-
-    It is opened with a statement whose filters were checked already. Opening it opens a read-only snapshot
-    on a connection of its own, counts the rows with `count(connection)` (`total_rows`, served as
-    `X-Total-Rows`) and starts the query, reading its first chunk. What is then streamed is exactly the rows
-    counted: the count and the rows come from the same snapshot (REPEATABLE READ on PostgreSQL, one read transaction
-    on SQLite's write-ahead log). `on_postgres(connection, statement)` renders the bytes in the database (COPY);
-    `elsewhere(rows)` renders them here from rows read in batches. Iterate it for the bytes; it releases its
-    connection when the stream ends or is closed early (the client went away). As the connection is its own, the
-    export needs no request context while it streams. It holds a place in the `export` bulkhead from before
-    the snapshot is opened until it is closed (core.applications.bulkheads.Overloaded when none comes free).
+    """A streamed export that counted its rows (`total_rows`) and read its first chunk from one snapshot before the
+    first byte; raises Overloaded when the `export` bulkhead has no place. Iterate it for the bytes.
     """
 
     def __init__(self, statement: Select, count: Callable[[Connection], int],
@@ -171,12 +143,9 @@ class StreamedExport:
 
 def export_applications_csv(scope: InstitutionScope, filters: Mapping[str, Any], *,
                             byte_order_mark: bool = False) -> StreamedExport:
-    """Every application matching `filters` (parsed list filters) as one CSV document, in list order.
+    """Every application matching `filters` as one CSV document in list order, streamed in constant memory.
 
-    Constant memory whatever the number of rows. On PostgreSQL the rows are rendered by the server
-    (`COPY … TO STDOUT`, with the same cell rules expressed in SQL) and passed through; elsewhere they are
-    read in batches and rendered here. Raises InvalidInput (an unknown or foreign cycle/program) before
-    anything is streamed; see StreamedExport. `byte_order_mark` starts the file with the UTF-8 BOM, for Excel.
+    Raises InvalidInput (unknown or foreign cycle/program) before any byte; `byte_order_mark` adds the UTF-8 BOM.
     """
     return StreamedExport(ordered_applications(scope, filters), partial(count_exported, scope=scope, filters=filters),
                           _postgres_copy_csv, _csv_lines, prefix=UTF8_BOM if byte_order_mark else b"")
@@ -218,11 +187,7 @@ def csv_header(columns: Sequence[str]) -> str:
 
 
 def _postgres_text_cell(expression):
-    """SQL rendering a text column as csv_cell() would, for COPY's CSV format.
-
-    Text is neutralised like csv_cell() (plain phone numbers kept) and an empty text becomes NULL (COPY would
-    quote ``""``; NULL is written as an empty cell, as the csv module writes an empty string).
-    """
+    """SQL rendering a text column as csv_cell() would for COPY's CSV format (an empty text as NULL)."""
     # Most cells start with a letter, coded above every trigger: for them one function call (the code of the
     # first character, 0 when empty) and one comparison decide. The rest are matched exactly, and the phone
     # pattern runs only for cells that start like a formula: a regular expression is by far the dearest step
@@ -253,23 +218,13 @@ _COPY_CSV_RENDERINGS = {
 
 
 def postgres_isoformat_z(expression):
-    """SQL text of a naive-UTC timestamp exactly as isoformat_z() writes it (microseconds only when set).
-
-    One to_char per value (with a zero fraction then cut off): two to_char calls and a date_trunc comparison
-    made the export's timestamps much dearer.
-    """
+    """SQL text of a naive-UTC timestamp exactly as isoformat_z() writes it (microseconds only when set)."""
     with_fraction = func.to_char(expression, 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"', type_=String)
     return func.replace(with_fraction, '.000000Z', 'Z', type_=String)
 
 
 def rendered_after_sorting(statement: Select, render: Callable[[list], list]) -> Select:
-    """`render(columns)` over the rows of `statement` (ordered by EXPORT_ORDER), computed once they are sorted.
-
-    The rows come from `statement` as a subquery that PostgreSQL plans on its own (OFFSET 0 keeps it from
-    being merged into the outer query), so its plan is the plain join's whatever the rendering costs. In one
-    query, a rendering estimated wide enough made the planner prefer a million index lookups in list order to
-    the sort, several times slower than sorting the plain join.
-    """
+    """`render(columns)` over the rows of `statement` (ordered by EXPORT_ORDER), computed after they are sorted."""
     ordered = statement.offset(0).subquery("ordered")
     return select(*render(list(ordered.c))).order_by(*(ordered.corresponding_column(column)
                                                        for column in EXPORT_ORDER))

@@ -1,9 +1,4 @@
-"""The applicant's answer to a sent decision: a signed accept/decline link, or staff recording it.
-
-The link carries a token signed with SECRET_KEY (salted for this one purpose) that names the decision; it
-expires after `RESPONSE_LINK_MAX_AGE`. An answer is recorded once: the same answer again changes nothing,
-a different one is refused. Recording it emits `decision.responded` in the same transaction.
-"""
+"""The applicant's answer to a sent decision: a signed accept/decline link, or staff recording it."""
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -58,11 +53,9 @@ def decision_for_token(token: str) -> Decision:
 
 def record_decision_response(decision_id: str, response: str,
                              actor: Actor | None = None) -> tuple[Decision, bool]:
-    """Record the applicant's answer; returns (decision, whether it was recorded now).
+    """Record the answer to the current sent decision by `actor`; returns (decision, whether it was recorded now).
 
-    `actor` is who recorded it: the applicant (the default, through the signed link) or a staff member.
-    Only a sent decision that is still the application's current one can be answered. The same answer
-    again is a no-op (no second event); a different answer is a 409.
+    The same answer again is a no-op; a different answer raises Conflict (409).
     """
     if response not in RESPONSES:
         raise InvalidInput(f"response must be one of {', '.join(RESPONSES)}", field="response")

@@ -1,16 +1,4 @@
-"""Streamed zip bundles of application documents.
-
-A bundle holds a ``manifest.json`` describing what is packed and one folder
-per application with its documents. A file that is missing from storage is
-listed in the manifest with ``"status": "missing"`` instead of breaking the
-download.
-
-Memory stays constant whatever the page weighs: files are read in fixed-size
-chunks, one file handle at a time, and nothing is buffered beyond a chunk.
-Documents are stored, not deflated: they are mostly PDFs and images, which are
-compressed already, so deflating would cost CPU for almost no gain, and a
-stored zip's length is known in advance (``Content-Length``).
-"""
+"""Streamed zip bundles of application documents: a ``manifest.json`` and one folder per application."""
 
 from __future__ import annotations
 
@@ -33,12 +21,7 @@ STATUS_MISSING = "missing"
 
 
 def _stored_zip_stream():
-    """A zipstream-ng archive of stored (uncompressed) entries; the library is loaded by the first bundle.
-
-    A stored zip entry costs one CRC-32 pass over the file, and the CRC-32 that zipstream-ng takes from the
-    standard library is slower than reading the file from the page cache. ISA-L's function returns the same
-    values (tested by every unzip in the test suite) an order of magnitude faster.
-    """
+    """A zipstream-ng archive of stored (uncompressed) entries, with ISA-L's CRC-32; loaded by the first bundle."""
     import zipstream.ng
     from isal import isal_zlib
 
@@ -95,12 +78,7 @@ def archive_paths(application: BundleApplication) -> list[str]:
 
 
 def _read_exactly(storage: DocumentSource, sha256: str, size: int) -> Iterator[bytes]:
-    """Yield a stored file in chunks, opening it only when the stream reaches it.
-
-    The zip was sized from the file's size when the bundle was planned; a file
-    that vanished or changed since cannot keep that promise, so the stream
-    fails (the client sees a short download) instead of sending a corrupt zip.
-    """
+    """Yield a stored file in chunks, opened when reached; raise if its size changed since the bundle was planned."""
     remaining = size
     with storage.open(sha256) as handle:
         while remaining and (chunk := handle.read(min(READ_CHUNK_BYTES, remaining))):
@@ -111,11 +89,7 @@ def _read_exactly(storage: DocumentSource, sha256: str, size: int) -> Iterator[b
 
 
 class DocumentBundle:
-    """A planned zip bundle: its exact length is known before the first byte is sent.
-
-    Planning checks which files are in storage (one ``stat`` each) and builds
-    the manifest; iterating streams the zip, reading one file at a time.
-    """
+    """A planned zip bundle whose exact length is known before the first byte is sent."""
 
     def __init__(
         self,

@@ -1,10 +1,4 @@
-"""Content-addressed document storage (a file's name is its SHA-256, so identical files are stored once), and
-the names and types under which a stored document may be handed to a browser or an unzip tool.
-
-A document's file name and content type come from whoever uploaded it, so neither is trusted when it is
-served: the name loses any path and any character that could break a header or a folder, and the type is
-one of DOWNLOADABLE_CONTENT_TYPES or `application/octet-stream` (a stored `text/html` must never render).
-"""
+"""Content-addressed document storage (a file's name is its SHA-256) and the safe names and types it is served under."""
 from __future__ import annotations
 
 import hashlib
@@ -55,11 +49,7 @@ def served_content_type(stored: str | None) -> str:
 
 
 def attachment_disposition(filename: str, fallback: str) -> str:
-    """`attachment; filename="ascii"; filename*=UTF-8''…` (RFC 6266): no path, no CR/LF, no quotes.
-
-    Old clients read the ASCII `filename` (accents dropped, anything else replaced by `_`); the others read
-    `filename*`, the whole safe name in UTF-8.
-    """
+    """`attachment; filename="ascii"; filename*=UTF-8''…` (RFC 6266): no path, no CR/LF, no quotes."""
     name = safe_filename(filename, fallback)
     folded = "".join(char for char in unicodedata.normalize("NFKD", name) if not unicodedata.combining(char))
     ascii_name = _NOT_HEADER_SAFE.sub("_", folded).strip(" .") or fallback

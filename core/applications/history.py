@@ -1,8 +1,4 @@
-"""Recording the history of an application's admission state (core.models.history) and who acted.
-
-Every writer of stage, decision, enrolment, decision sends and answers passes an `Actor`; the rows are added
-to the caller's session and committed with the change itself.
-"""
+"""Recording the history of an application's admission state (core.models.history) and who acted."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,14 +1,6 @@
 """The portal's exports of the applicant list as the list shows it: its columns, its sort, its words.
 
-The partner API's exports (`csv_export`, `ndjson_export`) keep the spec's field names and codes; these are for
-people. The caller (the portal) describes each column as an `ExportColumn`: a header already in the reader's
-language and a function giving the cell of a row of `application_select` (text in words, or a naive datetime
-already in the display zone, which the header names). Everything the functions need (translations, the zone) is
-resolved before the stream starts, because the stream runs after the request has ended.
-
-The CSV streams in constant memory from one snapshot that also counts the rows (`StreamedExport`), with the
-same formula-injection guard as every CSV of the service (`csv_cell`); the workbook (`xlsx_export`) writes
-datetimes as Excel dates and everything else as text.
+Columns (`ExportColumn`) are resolved before the stream starts, as it runs after the request has ended.
 """
 from __future__ import annotations
 
@@ -51,9 +43,7 @@ def field(name: str) -> Callable[[Any], Any]:
 def sorted_applications(scope: InstitutionScope, filters: Mapping[str, Any], sort: Sort) -> Select:
     """Every matching application record (erased applicants left out) in the order of the list's `sort`.
 
-    The orders are the list pages' (core.applications.listing.pages): by name on the applicant's folded text,
-    by stage in the institution's pipeline order with the newest submission first within a stage, by a
-    time with the id breaking ties. Raises InvalidInput for a bad filter, like the list.
+    Raises InvalidInput for a bad filter.
     """
     statement = filtered_applications(scope, filters).where(not_erased(scope))
     if sort.key == "stage":
@@ -79,9 +69,10 @@ def _csv_cells(row, columns: Sequence[ExportColumn]) -> list:
 
 def export_list_csv(scope: InstitutionScope, filters: Mapping[str, Any], sort: Sort,
                     columns: Sequence[ExportColumn], *, byte_order_mark: bool = False) -> StreamedExport:
-    """The matching applications as one CSV document of `columns`, in the list's order, streamed in constant
-    memory from one snapshot (see StreamedExport; InvalidInput for a bad filter before any byte).
-    `byte_order_mark` starts the file with the UTF-8 BOM, for Excel."""
+    """The matching applications as one CSV of `columns` in the list's order, streamed from one snapshot.
+
+    Raises InvalidInput for a bad filter before any byte; `byte_order_mark` adds the UTF-8 BOM.
+    """
     headers = [column.header for column in columns]
 
     def lines(rows: Iterable) -> Iterator[bytes]:

@@ -1,18 +1,5 @@
-"""A stage/decision change applied to every application matching the list's filters ("select all N matching").
-
-The set is walked in application-id order, `BATCH_SIZE` rows at a time, and each batch goes through
-`core.applications.state_updates.apply_updates`: the same checks as the API's PATCH and the list's bulk form, and each batch is
-all-or-nothing in its own transaction. A batch that fails a check (e.g. "send the decision" for rows that
-have none) is left entirely unchanged, counted in `refused` with the first reason, and the walk goes on with
-the next batch; batches already applied stay applied. Every change is idempotent (a stage already set, a
-decision already sent are left alone), so a job that is run again after a crash only finishes the work.
-
-The set is what matches the filters when each batch is read: applications submitted while the job runs may
-be included, and rows a batch moved out of the filter are not visited again.
-
-Up to `BULK_CHANGE_INLINE_LIMIT` applications are changed in the request; larger sets are queued as an RQ
-job (`jobs.bulk_changes.apply_bulk_change`, queue `default`) whose progress is kept in the `bulk_changes`
-row that the page polls.
+"""A stage/decision change applied to every application matching the list's filters ("select all N matching"),
+in batches of `BATCH_SIZE`, inline up to `BULK_CHANGE_INLINE_LIMIT` and as an RQ job above it.
 """
 from __future__ import annotations
 

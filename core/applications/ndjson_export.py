@@ -1,11 +1,4 @@
-"""The streaming export of every matching application as NDJSON: one API record per line.
-
-Each line is exactly the record of the list endpoint (`core.applications.records.application_record`), so a partner can
-swap paging for the export without changing its parser. On PostgreSQL `COPY` streams the record's columns in
-its text format and `_CopyTextRecords` writes each line from them; elsewhere rows are read in batches and
-encoded here. Memory stays constant whatever the number of rows; like the CSV export it is a `StreamedExport`
-(one snapshot, the row count known before the first byte).
-"""
+"""The streaming export of every matching application as NDJSON: one list-endpoint record per line."""
 from __future__ import annotations
 
 import json
@@ -39,10 +32,7 @@ def export_applications_ndjson(scope: InstitutionScope, filters: Mapping[str, An
 
 
 def _postgres_json_lines(connection: Connection, statement: Select) -> Iterator[bytes]:
-    """PostgreSQL reads, sorts and sends the plain columns while this process writes the JSON: the two work at
-    once, on different cores. Building each line in SQL (`json_build_object`, or strings joined with `to_json`)
-    left one core doing it all, and took two to three times as long as sending the plain columns
-    (docs/performance.md, "partner export")."""
+    """NDJSON lines of `statement`: PostgreSQL sends the plain columns by COPY and this process writes the JSON."""
     records = _CopyTextRecords(APPLICATION_FIELDS)
     rendered = rendered_after_sorting(statement, records.selected)
     unfinished = b""
@@ -87,14 +77,7 @@ _COPY_TEXT_RENDERINGS = {
 
 
 class _CopyTextRecords:
-    """NDJSON lines from rows of COPY's text format holding a record's columns (in APPLICATION_FIELDS order).
-
-    PostgreSQL writes each value as its JSON needs it, short of quoting: booleans as `true`/`false`,
-    timestamps by `postgres_isoformat_z`, numbers and text as they are. Most rows hold nothing to escape and
-    become a line by one `%` of a template that quotes the strings; a row with a quote, a backslash (an escape
-    of the text format, or `\\N` for NULL) or a control character is decoded value by value and escaped by
-    `encode_basestring` (as `json.dumps` with `ensure_ascii=False`).
-    """
+    """NDJSON lines from rows of COPY's text format holding a record's columns (in APPLICATION_FIELDS order)."""
 
     def __init__(self, fields: tuple[RecordField, ...]):
         self.kinds = [field.kind for field in fields]

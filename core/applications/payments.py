@@ -1,10 +1,4 @@
-"""Completing an application-fee payment reported by a payment processor.
-
-The processor's own payment id (`processor_reference`) is unique per processor, which makes a completion
-idempotent: a replayed callback finds the completed row and changes nothing. The payment row, the
-application's `paid`/`amount`/`currency`/`updated_at` and the `payment.completed` event with its webhook
-delivery are written in one transaction.
-"""
+"""Completing an application-fee payment reported by a payment processor, idempotent per `processor_reference`."""
 from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
@@ -77,11 +71,9 @@ def _completed(processor: str, processor_reference: str) -> Payment | None:
 
 def complete_payment(processor: str, processor_reference: str, amount, currency: str,
                      application_id: str | None = None) -> tuple[Payment, bool]:
-    """Record a completed payment; returns (payment, whether it completed now).
+    """Record a completed payment; returns (payment, whether it completed now). A replay changes nothing.
 
-    A replay of a payment already completed returns it unchanged (no second event). Otherwise a pending
-    payment row with this processor reference, or else one of the application for this processor, is
-    completed; without one a new row is written. The amount and currency must be the application's fee.
+    Raises InvalidInput when the amount or currency is not the application's fee, Conflict when already paid.
     """
     if processor not in PAYMENT_PROCESSORS:
         raise InvalidInput(f"processor must be one of {', '.join(PAYMENT_PROCESSORS)}", field="processor")

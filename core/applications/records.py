@@ -1,11 +1,6 @@
-"""The records of the partner API: applications (spec's nested shape plus design.md §5's extra fields) and
-cycles. Each record has a nested JSON form and a flat form (values in the order of its dotted column names)
-for CSV, built from the same row so the two never disagree.
+"""The records of the partner API (applications and cycles), nested JSON and flat CSV from the same row.
 
-An application record is described by one table, `APPLICATION_FIELDS`: per field its dotted name (its path in
-the JSON record and its CSV header), the column selected for it and its kind (how a value is written in JSON
-and in CSV). The select, the JSON record, the CSV row, the exports' SQL renderings and the NDJSON template are
-all made from it, so a new field is one new entry.
+An application record is described by one table, `APPLICATION_FIELDS`.
 """
 from __future__ import annotations
 
@@ -29,13 +24,7 @@ def _amount_for_json(amount: Decimal | None) -> float | None:
 
 @dataclass(frozen=True)
 class FieldKind:
-    """How the values of a kind of field are written.
-
-    `json_type` is the JSON type of a value that is not null; `to_json` and `to_csv` turn a selected value into
-    its JSON value and into the value handed to the CSV writer (None: the value as selected). The exports'
-    SQL renderings (`csv_export`, `ndjson_export`) and the workbook's cell types (`xlsx_export`) are chosen
-    by kind as well.
-    """
+    """How the values of a kind of field are written in JSON (`json_type`, `to_json`) and CSV (`to_csv`)."""
 
     name: str
     json_type: str
@@ -57,9 +46,7 @@ AMOUNT = FieldKind("amount", "number", _amount_for_json, None)
 
 @dataclass(frozen=True, eq=False)
 class RecordField:
-    """One field of the application record: `name` is its dotted path in the JSON record (at most one level of
-    nesting: `personal.first_name`) and its CSV header; `column` is what is selected for it. Fields compare by
-    identity (`==` on a column builds a SQL expression)."""
+    """One field of the application record: its dotted `name` (JSON path and CSV header) and selected `column`."""
 
     name: str
     column: ColumnElement
@@ -126,9 +113,7 @@ _check_layout(APPLICATION_FIELDS)
 
 
 def record_text(slots: Sequence[str], fields: Sequence[RecordField] = APPLICATION_FIELDS) -> str:
-    """`{"id":<slot>,"applicant_id":<slot>,"personal":{"first_name":<slot>,…},…}`: the nested record, one slot
-    per field in table order. With JSON (or `%s`) slots it is the NDJSON export's line template; with Python
-    expressions, a dict display (the record builder below). Names are plain words, so they need no escaping."""
+    """`{"id":<slot>,"applicant_id":<slot>,"personal":{…},…}`: the nested record, one slot per field in table order."""
     parts = ["{"]
     open_group = ""
     for position, (field, slot) in enumerate(zip(fields, slots, strict=True)):
@@ -145,14 +130,7 @@ def record_text(slots: Sequence[str], fields: Sequence[RecordField] = APPLICATIO
 
 def _record_builders(fields: Sequence[RecordField]) -> tuple[Callable[[Any], dict], Callable[[Any], dict],
                                                               Callable[[Any], tuple]]:
-    """`(application_record, application_page_record, record_values)` for the table, written as source and
-    compiled once at import.
-
-    The list endpoint builds a record from every row of every page, so each builder is what one would write by
-    hand: the row unpacked by position (reading a Row's values by name costs more than the rest of the record)
-    and each value converted inline by its kind's function, or taken as it is. The source comes from the table
-    alone (names checked by `_check_layout`, values bound by position), never from data.
-    """
+    """`(application_record, application_page_record, record_values)` for the table, generated as source at import."""
     width = len(fields)
     names = [f"v{position}" for position in range(width)]
     namespace: dict[str, Any] = {}
@@ -188,11 +166,7 @@ record_values.__doc__ = """The flat record in RECORD_COLUMNS order, for CSV. The
 
 
 def application_select(scope: InstitutionScope) -> Select:
-    """The institution's applications with every column a record needs, in one query.
-
-    The selected columns follow APPLICATION_FIELDS, so a row is already the flat record apart from value
-    formatting (see `record_values`).
-    """
+    """The institution's applications with every column a record needs (in APPLICATION_FIELDS order), in one query."""
     return (
         scope.select(Application, *(field.column for field in APPLICATION_FIELDS))
         .select_from(Application)

@@ -1,12 +1,5 @@
-"""Updates of the admission state of applications named by id (the API's PATCH, the portal's edits), and
-sending a decision, which is one such update.
-
-A batch is all-or-nothing: every item is checked (shape, types, ids of the
-caller's institution, pipeline stages, sendable decisions) before anything is
-written, and every problem found is reported at once with the index of the
-item. The rows of a batch are locked in id order (``SELECT … FOR UPDATE`` on
-PostgreSQL) for the whole transaction, so concurrent batches over the same
-applications queue up instead of overwriting each other or deadlocking.
+"""Updates of the admission state of applications named by id (the API's PATCH, the portal's edits), including
+sending a decision; each batch is all-or-nothing.
 """
 
 from __future__ import annotations
@@ -139,12 +132,7 @@ def _item_errors(index: int, item: Any, error: ValidationError) -> list[ItemErro
 
 
 def parse_updates(body: Any) -> ParsedBatch:
-    """Check the shape of a request body and of each item.
-
-    A body that is not ``{"updates": [1..500 items]}`` raises ``InvalidInput`` at
-    once; problems of single items are collected, so that ``apply_updates`` can
-    report them together with those only the database can tell.
-    """
+    """Check a body's shape (else raise ``InvalidInput``) and collect the problems of each item."""
     if not isinstance(body, dict):
         raise InvalidInput("request body must be a JSON object with an updates list", field="updates")
     try:
@@ -229,11 +217,7 @@ class _Change:
 
 def _apply(update: ApplicationUpdate, application: Application, latest: Decision | None,
            now: datetime) -> tuple[list[_Change], Decision | None]:
-    """Change one locked application: the changes made, and the decision it sent (if any).
-
-    ``latest`` is the application's most recent decision row, needed only when
-    the item sends a decision without changing it.
-    """
+    """Change one locked application; returns the changes made and the decision it sent (if any)."""
     changes: list[_Change] = []
     if update.stage is not None and update.stage != application.stage:
         changes.append(_Change(application, "stage", application.stage, update.stage))
@@ -306,13 +290,7 @@ def apply_updates(
     actor: Actor,
     emit_application_updated: bool,
 ) -> UpdateOutcome:
-    """Apply a parsed batch in one transaction, or change nothing and raise ``InvalidInput``.
-
-    ``updated`` counts the applications whose state changed; an item that sets
-    the values already there leaves the row (and its ``updated_at``) untouched.
-    Every change is written to the application's history with ``actor``, in
-    the same transaction.
-    """
+    """Apply a parsed batch as ``actor`` in one transaction, or change nothing and raise ``InvalidInput``."""
     ids = [update.id for _, update in batch.updates]
     locking = (
         scope.select(Application)

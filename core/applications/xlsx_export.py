@@ -1,16 +1,4 @@
-"""The applicant list as an Excel workbook (.xlsx), as the list shows it, written in constant memory.
-
-XlsxWriter's `constant_memory` mode writes each row to a temporary file as soon as the next row starts, so
-memory does not grow with the number of rows; the finished workbook (a zip) is written to a temporary file,
-which the portal then streams in chunks and deletes. An .xlsx cannot be sent before it is complete (the
-zip's directory comes last), so the whole file is built before the response starts: like the CSV export, a
-bad filter or a failure is an error page, never a broken download.
-
-The columns, their headers and their cells are the list's (core.applications.list_export.ExportColumn, in the
-reader's language). Cells are typed: a datetime is an Excel date (already in the zone the header names, shown
-as `yyyy-mm-dd hh:mm`); everything else is text written with `write_string`, so that no cell is ever a formula
-whatever it starts with.
-"""
+"""The applicant list as an Excel workbook (.xlsx), as the list shows it, written in constant memory."""
 from __future__ import annotations
 
 import os
@@ -66,11 +54,9 @@ class XlsxExport:
 
 def export_list_xlsx(scope: InstitutionScope, filters: Mapping[str, Any], sort: Sort,
                      columns: Sequence[ExportColumn], sheet_name: str) -> XlsxExport:
-    """The matching applications as one workbook of `columns` (one sheet named `sheet_name`), in the list's
-    order.
+    """The matching applications as one workbook of `columns` (sheet `sheet_name`), in the list's order.
 
-    Read from one snapshot in batches (as the CSV export does, so the rows and `total_rows` agree) and
-    written in constant memory; InvalidInput for a bad filter before anything is written.
+    Raises InvalidInput for a bad filter before anything is written.
     """
     statement = sorted_applications(scope, filters, sort)
     with bulkheads.hold("export"):  # while the workbook is written (Overloaded when no place comes free)

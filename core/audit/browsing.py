@@ -44,11 +44,7 @@ def outcome_of(status: int) -> str:
 
 
 def parse_audit_filters(args) -> AuditFilters:
-    """Validate the filter parameters; InvalidInput names the offending parameter.
-
-    A date alone (`2026-01-31`) is that day from midnight; as `until` it includes the whole day. An `until`
-    before `since` is refused rather than answered with nothing.
-    """
+    """Validate the filter parameters (a date alone is that whole day); InvalidInput names the offending parameter."""
     source = (args.get("source") or "").strip()
     if source and source not in SOURCES:
         raise InvalidInput(f"source must be one of: {', '.join(SOURCES)}", parameter="source")
@@ -131,11 +127,7 @@ def readable_target(target: str | None) -> str:
 
 
 def audit_targets(scope: InstitutionScope, rows: Iterable[AuditLog]) -> dict[str, AuditTarget]:
-    """The objects the rows' targets name that still exist in this institution, by the id in the target.
-
-    An applicant's or a decision's target opens its application; an erased applicant's is not linked. One
-    query per kind of id present, whatever the number of rows.
-    """
+    """The objects the rows' targets name that still exist in this institution, by the id in the target."""
     ids: dict[str, set[str]] = {}
     for row in rows:
         found = target_id(row.target)

@@ -1,21 +1,5 @@
-"""Writing the audit log: one row per API request, per payment callback, per portal action and per public
-submission, with secrets redacted.
-
-A request declares what to audit by putting an `AuditEntry` in `g.audit` (the API and the callbacks do it
-for every request, the portal and public pages in the views that act); the app's one `after_request` hook
-(`wsgi.register_audit`) adds the request's facts and calls `record_request`. Nothing else writes audit rows.
-
-Rows are written on their own connection and transaction, so an audit row is kept even when the
-request's own transaction was rolled back, and writing it never commits the request's pending work.
-
-The row is committed before the response leaves the worker (the hook runs before the response is sent), so
-a request whose caller got an answer has its row even if the worker is killed (SIGKILL) right after. On
-PostgreSQL that commit is asynchronous (`synchronous_commit = off` for the audit transaction only): it does
-not wait for the WAL flush to disk. A killed web worker cannot lose such a row, the server already has it;
-only a crash of PostgreSQL itself (or its machine) within `wal_writer_delay` (200 ms) of the commit could.
-On PostgreSQL the whole write is one round trip: `SET LOCAL …; INSERT …` sent as one simple query on a
-connection in autocommit mode, which PostgreSQL runs as one implicit transaction (instead of BEGIN, SET,
-INSERT and COMMIT, four round trips on every API request).
+"""Writing the audit log: one row per API request, payment callback, portal action and public submission,
+with secrets redacted, on its own connection and committed before the response is sent.
 """
 from __future__ import annotations
 
@@ -77,11 +61,7 @@ def redact_query(query_string: str) -> str:
 
 
 def redact_path(path: str, rule: str | None, arguments: Mapping[str, object] | None) -> str:
-    """The path rebuilt from its route with secret parameters (by name: `<token>`, …) masked.
-
-    `rule` is the matched route (`/decisions/respond/<token>`) and `arguments` its values; a path that
-    matched no route is kept as it came (value patterns still apply when the row is written).
-    """
+    """The path rebuilt from its matched route `rule` with secret parameters (by name: `<token>`, …) masked."""
     if rule is None:
         return path
 
@@ -133,7 +113,7 @@ def record_request(entry: AuditEntry, *, status: int, request_id: str, method: s
 
 
 def _write_on_postgresql(fields: dict) -> None:
-    """The row in one round trip, committed asynchronously (see the module doc)."""
+    """The row in one round trip, committed asynchronously (docs/design-notes.md, core/audit)."""
     with db.engine.connect() as pooled:
         connection = pooled.execution_options(isolation_level="AUTOCOMMIT").connection.driver_connection
         with psycopg.ClientCursor(connection) as cursor:

@@ -1,8 +1,4 @@
-"""Event emission: one function per event type, building the spec's payload and writing the Event row.
-
-Each function adds to the caller's session and does not commit: the event and its webhook delivery row are
-stored in the same transaction as the change that caused it (outbox); the delivery job is queued after commit.
-"""
+"""Event emission: one function per event type, adding the payload's Event row to the caller's session (no commit)."""
 from __future__ import annotations
 
 import json

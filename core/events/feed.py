@@ -1,18 +1,6 @@
-"""The events feed: every event of an institution, oldest first, for partners that poll instead of receiving
-webhooks. A poller that keeps its last cursor sees every event exactly once and in order.
+"""The events feed: every event of an institution in commit-safe order (`xact_id`, `seq`), with signed cursors.
 
-Order and visibility. Events are written inside the transactions that cause them, and transactions commit in
-any order, so "the highest id seen so far" is not a safe position: an event with a lower id may still be
-uncommitted and would be skipped. Each event therefore carries `xact_id`, the id of the transaction that wrote
-it (PostgreSQL's `pg_current_xact_id()`), and `seq`, a sequence number. The feed is ordered by
-(`xact_id`, `seq`) and shows only events whose transaction is older than the oldest transaction of this
-database still in progress (from `pg_current_snapshot()`, leaving out other databases' transactions). Every
-such transaction has ended, so nothing can appear later before the position a cursor holds: anything
-committed afterwards has a larger `xact_id`. The price is latency, not loss: while a transaction stays open,
-events of later transactions wait for it.
-On SQLite writes are serialised, `xact_id` is 0 and `seq` (given at insert under the write lock) is the order.
-
-Cursors are signed and bound to the query (`limit`, `type`, `since`) and the institution, like the list's.
+Why that order never skips an event: docs/design-notes.md, core/events.
 """
 from __future__ import annotations
 
@@ -37,11 +25,8 @@ EVENT_TYPES = (
     "application.submitted", "application.updated", "decision.sent", "decision.responded",
     "payment.completed", "webhook.test",
 )
-# The oldest transaction of this database still in progress in the statement's snapshot (or the snapshot's
-# xmax when there is none): every event with a lower `xact_id` is committed (or rolled back) and visible.
-# Running transactions of other databases of the cluster are left out (they cannot write these rows) when
-# pg_stat_activity shows them; one it does not show (finished meanwhile, or hidden from a role without
-# pg_read_all_stats) counts, which can only delay events, never skip them.
+# The oldest transaction of this database still in progress in the snapshot (else its xmax): every event with a
+# lower `xact_id` has ended. Other databases' transactions: docs/design-notes.md, core/events.
 _OLDEST_RUNNING_TRANSACTION = literal_column("""(
     SELECT COALESCE(MIN(running.xid::text::bigint), pg_snapshot_xmax(pg_current_snapshot())::text::bigint)
     FROM pg_snapshot_xip(pg_current_snapshot()) AS running(xid)
@@ -113,11 +98,7 @@ def _open_cursor(args: Mapping[str, str], fingerprint: str) -> FeedPosition | No
 
 
 def fetch_event_page(scope: InstitutionScope, query: EventQuery, cursor_token: str | None) -> Page:
-    """One page of events in feed order, only from transactions that have ended (see the module docstring).
-
-    Unlike the list, the page always carries a cursor once the poller has a position: after the last event
-    of the page, or the one it came with (`cursor_token`) when nothing new has arrived.
-    """
+    """One page of events in feed order from ended transactions; the cursor is kept when nothing new arrived."""
     statement = scope.select(Event).where(Event.is_test.is_not(True))  # example sends are not events
     if db.session.get_bind().dialect.name == "postgresql":
         statement = statement.where(Event.xact_id < _OLDEST_RUNNING_TRANSACTION)

@@ -1,10 +1,5 @@
-"""The institution's identity for its applicants: the name, logo, colour, contact, website and footer that its
-emails and public pages (apply, submitted, answer) show instead of the platform's.
-
-Every field is optional; `applicant_identity` fills in the defaults (the institution's own name, the platform's
-colour, no logo…). Admins change the fields on the Settings page: `update_identity` checks every value first and
-stores nothing when one is wrong (`IdentityRefused` names each bad field). A logo is decoded and re-encoded by
-Pillow, so what is stored and served is pixels only: no metadata, no comment, no script, whatever was uploaded.
+"""The institution's identity for its applicants (name, logo, colour, contact, website, footer) on emails and
+public pages; `update_identity` stores all fields or none (`IdentityRefused`).
 """
 from __future__ import annotations
 
@@ -184,9 +179,8 @@ def update_identity(scope: InstitutionScope, values: dict[str, str | None]) -> l
 def reencoded_logo(data: bytes) -> tuple[bytes, str]:
     """The logo's pixels as a new PNG or JPEG file (the uploaded format), and its content type.
 
-    Raises InvalidInput (field `logo`) for anything but a PNG or JPEG image of at most 256 KB and 4096 pixels
-    a side that decodes completely: SVG, GIF, a renamed script, a truncated or corrupt file, a decompression
-    bomb."""
+    Raises InvalidInput (field `logo`) unless a complete PNG or JPEG of at most 256 KB and 4096 px a side.
+    """
     if not data:
         raise InvalidInput(_("Choose a PNG or JPEG file."), field="logo")
     if len(data) > LOGO_MAX_BYTES:

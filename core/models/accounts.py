@@ -10,11 +10,7 @@ from core.models.base import Base, new_id, utcnow
 
 
 class StaffInvitation(Base):
-    """An admin's invitation of an email address to the institution, answered once through an emailed link.
-
-    The link carries a random token; only its SHA-256 is stored. The account itself is created when the
-    invitee sets a password, so a pending invitation never blocks or reveals anything about the address.
-    """
+    """An admin's invitation of an email address to the institution, answered once through an emailed link."""
     __tablename__ = "staff_invitations"
     __table_args__ = (UniqueConstraint("institution_id", "email", name="uq_staff_invitations_institution_email"),)
 

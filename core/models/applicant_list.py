@@ -27,11 +27,8 @@ class SavedView(Base):
 
 
 class BulkChange(Base):
-    """One stage/decision change applied to every application matching a filter, batch by batch.
-
-    `filters` are the list filters as given (cycle, stage, q, …), `change` the update applied to each row
-    (stage, decision, send_decision). `done` rows were looked at, `changed` of them changed, `refused` were
-    in batches that failed a check (left unchanged; `error` holds the first reason).
+    """One stage/decision `change` applied batch by batch to every application matching `filters`, with its progress
+    (`done` looked at, `changed`, `refused` in failed batches with the first `error`).
     """
 
     __tablename__ = "bulk_changes"

@@ -1,10 +1,4 @@
-"""Application counters that make the dashboard, the cycles page and list totals cost the same at any size.
-
-The rows are deltas: database triggers on `applications` (migration 0007) append one row per changed
-combination of counted values in the same transaction as the write, so the counters can never drift from
-the table whichever code path writes it (ORM, bulk UPDATE, COPY). A count is the SUM of its rows;
-`core.applications.counters.compact_counts` folds the deltas into one row per combination from time to time.
-"""
+"""Application counters as delta rows appended by database triggers (migration 0007); a count is the SUM of its rows."""
 from __future__ import annotations
 
 from datetime import date

@@ -1,9 +1,4 @@
-"""The event outbox: every event is written in the same transaction as the change that caused it.
-
-`seq` and `xact_id` give the events feed its order (see core/events/feed.py). Both are set by the database
-at insert: `seq` from a sequence (a trigger on SQLite), `xact_id` the id of the writing transaction on
-PostgreSQL (`pg_current_xact_id()`), 0 on SQLite, where writes are serialised.
-"""
+"""The event outbox: events written in the transaction of their change, ordered by database-set `xact_id` and `seq`."""
 from __future__ import annotations
 
 from datetime import datetime

@@ -1,9 +1,4 @@
-"""The history of an application's admission state: one row per change, with who made it.
-
-Written by core.applications.state_updates (API PATCH, portal bulk change, in-place edit of the applicant file) and
-core.applications.decision_answers (answers) in the same transaction as the change, so the applicant file's timeline can say
-what happened and who did it, whatever the webhook settings and however long events are kept.
-"""
+"""The history of an application's admission state: one row per change, with who made it."""
 from __future__ import annotations
 
 from datetime import datetime

@@ -11,11 +11,7 @@ from core.models.base import Base, new_id, utcnow
 
 
 class VerificationCharge(Base):
-    """One billed live lookup that the registry answered (match, withheld, cancelled or not found).
-
-    `identifiers_hash` is a keyed hash of the issuer and identifiers: lookups can be matched up in a dispute
-    without ever storing a national id or index number.
-    """
+    """One billed live lookup that the registry answered; `identifiers_hash` is a keyed hash, never the identifiers."""
 
     __tablename__ = "verification_charges"
     __table_args__ = (
@@ -38,10 +34,9 @@ class VerificationCharge(Base):
 
 
 class VerificationIdempotency(Base):
-    """The stored answer to a request sent with an `Idempotency-Key`, replayed for 24 hours.
+    """The stored answer to a request sent with an `Idempotency-Key` (per `scope`), replayed for 24 hours.
 
-    `scope` is the institution id (or `trial`); a row with no `status_code` is in flight and is locked until
-    `locked_until`, after which a retry may take it over (the first attempt's process died).
+    A row without `status_code` is in flight, locked until `locked_until`, after which a retry may take it over.
     """
 
     __tablename__ = "verification_idempotency"

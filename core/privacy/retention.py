@@ -1,11 +1,4 @@
-"""Retention: delete rows older than their kind's retention period, in short batches.
-
-Each batch selects at most `RETENTION_BATCH_SIZE` ids, deletes them and commits, so no transaction holds
-row locks (or, on SQLite, the write lock) for long and API writes interleave with the purge. The billing
-ledger (`verification_charges`) and the applicant records themselves are never touched here.
-
-A kind of record is one `RetentionRule` in `RULES`.
-"""
+"""Retention: delete rows older than their kind's retention period (`RULES`), in short committed batches."""
 from __future__ import annotations
 
 from collections.abc import Callable

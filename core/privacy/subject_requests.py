@@ -1,22 +1,6 @@
-"""Data-subject requests for a person: export everything Karibu holds about them, or erase it.
+"""Data-subject requests for a person (records linked by email or phone): export all of it as a zip, or erase it.
 
-A data subject is the person, not one record: the applicant records of one institution that share a
-normalized email (trimmed, lower-cased) or phone number (spaces, dashes, dots and parentheses removed; a
-leading + kept; at least 7 digits) are one person, transitively (A shares the email of B, B the phone of C:
-A, B and C). Applicants have no national id in Karibu, so none links records. Erased records link nothing.
-
-*Export* is one zip: `applicant.json` (every record of the person, every application with its decisions,
-payments, documents, verification checks, events and messages, and the audit rows about them) and the
-documents under `documents/`.
-
-*Erase* turns every record of the person into a tombstone: names, email, phone, gender and date of birth
-replaced, the documents deleted (their files too, unless another document has the same content), the person's
-names, email and phone taken out of stored event payloads (so a retried webhook carries none), receivers'
-stored answers (text and headers), messages (recipient, subject, bodies), verification checks, payment
-references, audit rows (searches for them included, see `PersonMarks.names_person`), saved views and bulk
-changes that filter for them. Ids, applications (stage, decision, counts), decisions, payments and the
-billing ledger stay. It emits no event. It is refused while a sent decision awaits the person's answer,
-unless forced. Both are audited with who asked, why and which records.
+What is exported, erased and kept: docs/operations.md, "Data-subject requests".
 """
 from __future__ import annotations
 
@@ -83,9 +67,7 @@ def _normalized_phone_column():
 
 @dataclass(frozen=True)
 class PersonMarks:
-    """What names the person in free text. `terms`: lower-cased names (whole, and each part of 3+ letters, also
-    accent-free), emails and phone numbers (as typed, normalized, digits only), each matched as a whole word;
-    `word_sources`: name parts and email local parts, which a partial search may be cut from."""
+    """What names the person in free text: `terms` (names, emails, phones) and `word_sources` (for partial searches)."""
     terms: tuple[str, ...]
     word_sources: tuple[str, ...]
 
@@ -143,9 +125,7 @@ class PersonMarks:
         return self._pattern.sub(ERASED, text)
 
     def names_person(self, name: str, value: str) -> bool:
-        """Whether the value of a query parameter is about the person: it holds one of their terms, or the
-        parameter is a text search (`q`, …) and one of the value's words of 3+ letters is part of their name
-        or email local part (a partial search that found them)."""
+        """Whether a query parameter's value is about the person (a term, or a partial text search of their name)."""
         if self._pattern is None:
             return False
         if self._pattern.search(value) or self._pattern.search(fold(value)):
@@ -228,7 +208,7 @@ def find_applicant(scope: InstitutionScope, applicant_or_application_id: str) ->
 
 
 def person_records(scope: InstitutionScope, applicant: Applicant) -> list[Applicant]:
-    """Every applicant record of the institution that is the same person as `applicant` (see the module doc),
+    """Every applicant record of the institution that is the same person as `applicant` (docs/operations.md),
     `applicant` first, then by creation. An erased record is only itself."""
     found = {applicant.id: applicant}
     if applicant.erased_at is None:
@@ -344,10 +324,7 @@ def _document_path(document: Document) -> str:
 
 
 def export_document(data: PersonData, institution: Institution, stored: set[str]) -> dict:
-    """The JSON document of an export: every record of the person, applications grouped with what they own.
-    `applicant` is the record asked about, `applicants` all of the person's records (it included); each
-    application names its record by `applicant_id`. `file` names a document's entry in the zip (null when its
-    content is missing from storage)."""
+    """The JSON document of an export: every record of the person, applications grouped with what they own."""
     def for_application(rows, application_id):
         return [row for row in rows if row.application_id == application_id]
 
@@ -434,7 +411,7 @@ def awaiting_answer(data: PersonData) -> list[Decision]:
 
 def erase(scope: InstitutionScope, applicant_or_application_id: str, *, actor: str, reason: str, source: str,
           audit: Callable[[AuditEntry], None], force: bool = False) -> ErasureReport:
-    """Erase every record of the person (see the module doc), in one commit; files go after it."""
+    """Erase every record of the person (docs/operations.md), in one commit; files go after it."""
     reason = _checked_reason(reason)
     applicant = find_applicant(scope, applicant_or_application_id)
     if applicant.erased_at is not None:

@@ -1,9 +1,4 @@
-"""Examination records in one canonical form, and each country's grading rules.
-
-Demo records (trial key) and the registry simulator's records are both `ExamRecord`s; adapters turn each
-registry's wire format back into one. Summary figures (aggregate, division, points, mean grade, totals) are
-computed from the subject grades with the rules of the examining body, so every record is self-consistent.
-"""
+"""Examination records in one canonical form (`ExamRecord`), and each country's grading rules."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

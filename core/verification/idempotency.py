@@ -1,9 +1,4 @@
-"""`Idempotency-Key` handling: the same key and body within 24 h replay the stored answer.
-
-A key is claimed (a row without an answer, committed) before the registry is called, so two concurrent
-requests with one key cannot both be billed: the second gets 409 while the first is in flight. A failed
-lookup releases the claim so the client can retry with the same key.
-"""
+"""`Idempotency-Key` handling: the same key and body within 24 h replay the stored answer; one in flight is a 409."""
 from __future__ import annotations
 
 import hashlib

@@ -1,8 +1,4 @@
-"""Registry definitions: the single source of truth for what each examination registry accepts.
-
-Validation, `GET /api/v1/verifications/issuers`, the OpenAPI request schema and the portal's try form are all
-built from `REGISTRIES`. Adding a registry means adding one `Registry` here and one adapter.
-"""
+"""Registry definitions (`REGISTRIES`): the single source of truth for what each examination registry accepts."""
 from __future__ import annotations
 
 from dataclasses import dataclass

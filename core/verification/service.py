@@ -1,8 +1,5 @@
-"""Verifying a record: validation, idempotency, demo or live lookup, billing, response shape.
-
-`verify()` returns a `VerificationResult` for a match (`authentic`, `withheld`, `cancelled`) and raises
-`RecordNotFound` (404), `ServiceUnavailable` (503, never billed) or `InvalidInput` (400). The trial principal
-answers from demo records and is never billed; live keys and OIDC principals are billed to their institution.
+"""Verifying a record: `verify()` returns a `VerificationResult` or raises RecordNotFound, ServiceUnavailable or
+InvalidInput; live principals are billed, the trial key never.
 """
 from __future__ import annotations
 

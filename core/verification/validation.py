@@ -1,11 +1,5 @@
-"""Validation of `POST /verifications` bodies, driven by the registry definitions.
-
-Every problem is reported at once in `errors: [{location: "body", name, message}]`, in a stable order:
-`issuer`, then the registry's fields in definition order, then unexpected fields in the order they were sent.
-
-Lenient where it helps: the issuer code and enumerated values match whatever their case, surrounding spaces
-are trimmed, and a year may be sent as a number. The validated fields come back in canonical form (so
-idempotency, billing hashes and adapters see one spelling).
+"""Validation of `POST /verifications` bodies against the registry definitions, every problem reported at once;
+the fields come back in canonical form.
 """
 from __future__ import annotations
 

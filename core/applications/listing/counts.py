@@ -18,14 +18,9 @@ from core.scoping import InstitutionScope
 
 
 def count_applications(scope: InstitutionScope, filters: Mapping[str, Any], cap: int | None = None) -> int:
-    """How many applications the listing with these filters holds (all pages together).
+    """How many applications the listing with these filters holds, from counters or an exact COUNT (to `cap` + 1).
 
-    Filters that are all counted dimensions (cycle, program, stage, decision, paid, enrolled) are answered
-    from the counter tables in constant time; any other filter (search, dates) is an exact COUNT of the
-    same filtered statement the pages read, which stops at `cap` + 1 rows when a cap is given (a search
-    shared by a sixth of a million applications is not counted row by row on every keystroke). Such a COUNT
-    runs in the `search` bulkhead and within COUNT_STATEMENT_TIMEOUT_MS (core.applications.bulkheads.Overloaded,
-    listing.timeouts.TookTooLong); its filters are checked (400) first.
+    Raises InvalidInput for bad filters, Overloaded or TookTooLong when the COUNT finds no place or time.
     """
     dimensions = _counted_dimensions(scope, filters)
     if dimensions is not None:
@@ -59,13 +54,7 @@ def _counted_dimensions(scope: InstitutionScope, filters: Mapping[str, Any]) -> 
 
 
 def count_exported(connection, scope: InstitutionScope, filters: Mapping[str, Any]) -> int:
-    """How many records `ordered_applications(scope, filters)` holds, read on `connection` (an export's
-    snapshot, so the count and the streamed rows agree exactly).
-
-    Counted dimensions are answered from the counter tables, less the applications of erased applicants
-    (exports leave them out; there are few): a million-row export no longer reads its rows twice. Other
-    filters are an exact COUNT of the export's own statement.
-    """
+    """How many records `ordered_applications(scope, filters)` holds, read on `connection` (the export's snapshot)."""
     dimensions = _counted_dimensions(scope, filters)
     if dimensions is None:
         statement = ordered_applications(scope, filters)

@@ -28,14 +28,9 @@ class Page:
 
 
 def fetch_application_page(scope: InstitutionScope, query: ApplicationQuery) -> Page:
-    """One page in the query's order, by keyset: page N costs what page 1 costs.
+    """One page in the query's order, by keyset (every order ends with the id).
 
-    Every order ends with the application id, so rows that tie on the sort value are never skipped or
-    repeated between pages. `stage` follows the institution's pipeline (newest submission first within a
-    stage), one index range per stage, so it needs no sort of the whole set either.
-
-    A text search (`q`) runs in the `search` bulkhead and within its statement timeout (Overloaded or
-    TookTooLong, both 503s, when it cannot); its filters are checked (400) before it waits for a place.
+    Raises InvalidInput for bad filters; a text search may raise Overloaded or TookTooLong (503s).
     """
     values = filter_values(scope, query.filters)
     if "q" not in query.filters:

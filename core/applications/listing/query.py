@@ -182,12 +182,7 @@ def _parse_filters(args: Mapping[str, str], require_q: bool) -> tuple[dict[str, 
 def parse_application_query(args: Mapping[str, str], *, kind: str = "applications", default_limit: int = 50,
                             max_limit: int = 1000, require_q: bool = False,
                             default_sort: Sort | None = None) -> ApplicationQuery:
-    """Validate list parameters and open the cursor, if any (unknown parameters are the API's to refuse).
-
-    `sort` is read only when a `default_sort` is given (the portal's listing); otherwise the order is oldest
-    submission first. The sort is part of the cursor's fingerprint unless it is that default, so the API's
-    cursors stay as they were.
-    """
+    """Validate list parameters and open the cursor, if any; `sort` is read only when `default_sort` is given."""
     limit = parse_limit(args, default_limit, max_limit)
     filters, canonical = _parse_filters(args, require_q)
     sort = Sort.parse(text_parameter(args, "sort"), default_sort) if default_sort else OLDEST_FIRST

@@ -68,14 +68,7 @@ def pipeline_stage(scope: InstitutionScope, value: str) -> str:
 
 
 def _text_match(values: Mapping[str, Any]):
-    """The application's folded text (its applicant's, migration 0021_search_text_on_applications) contains `q`.
-
-    `LIKE '%q%'`, which the trigram index serves, unless `q` is one of the texts it serves badly on PostgreSQL
-    (see `_narrowing_values`). Those find their candidates another way and check each for the whole text with
-    `strpos(…) <> 0`: cheap in a walk (tested before the narrowing condition, whatever it costs), and estimated
-    by the planner as matching nearly every row, so the plan is chosen from the narrowing condition's own
-    statistics, not from a product of two estimates of the same thing.
-    """
+    """The application's folded text contains `q`: `LIKE '%q%'`, or a narrowing condition and `strpos` (PostgreSQL)."""
     has_grams = None
     if "q_grams" in values:
         has_grams = func.short_text_grams(Application.search_text, type_=ARRAY(Text)).contains(
@@ -91,12 +84,7 @@ def _text_match(values: Mapping[str, Any]):
 
 
 def _search_condition(values: Mapping[str, Any]):
-    """Applicant text (name, full name, email; folded, so case and accents do not matter) or the id.
-
-    The text is matched on the application's copy of it, which PostgreSQL either tests while walking the list
-    order index (which includes it) or finds with the trigram (or short-gram) index, whichever is cheaper for
-    `q`. An id-shaped `q` also matches the application with that id (the id is in the same indexes).
-    """
+    """Applicant text (name, full name, email; folded) contains `q`, or the id is `q` when id-shaped."""
     text_match = _text_match(values)
     if "q_id" not in values:
         return text_match
@@ -104,11 +92,9 @@ def _search_condition(values: Mapping[str, Any]):
 
 
 def filter_values(scope: InstitutionScope, filters: Mapping[str, Any]) -> dict[str, Any]:
-    """The values the list filters bind, by name: cycle and program ids checked against this institution, the
-    stage resolved in its pipeline, the search text as a LIKE pattern (and as an id when it is shaped like one).
+    """The values the list filters bind, by name (ids checked, stage resolved, search as a LIKE pattern).
 
-    Raises InvalidInput when `cycle` or `program` names nothing of this institution (a foreign id included).
-    Which names are present is the statement's shape; the values change nothing of its text.
+    Raises InvalidInput when `cycle` or `program` names nothing of this institution.
     """
     values: dict[str, Any] = {}
     if "cycle" in filters:
@@ -134,26 +120,9 @@ def filter_values(scope: InstitutionScope, filters: Mapping[str, Any]) -> dict[s
 
 
 def _narrowing_values(folded: str) -> dict[str, Any]:
-    """For a text PostgreSQL's trigram index serves badly, how to narrow the candidates (`_text_match`):
+    """For a text PostgreSQL's trigram index serves badly, the values that narrow its candidates; else nothing.
 
-    - one or two characters, which give no trigram: the short-gram index (migration 0020_short_search_grams;
-      every character and adjacent pair of a text), asked for the text itself (`q_grams`);
-    - longer text with no three letters or digits in a row ("w@w", "a.b"), when few applications contain it
-      (`_few_contain`): pg_trgm keeps only grams padded at word edges, which a large part of applicants share;
-      the short-gram index asked for every pair of the text;
-    - text with a word of digits and letters (`_NUMBERED_WORD`, as in a whole email "neema.mrema815202@yahoo.com"):
-      the trigrams of "yahoo", "com" or "example" are each shared by a third of applicants, and reading their
-      index entries cost 10–16 ms at a million applications; the numbered word alone (`q_word`) finds the same
-      few candidates in about one;
-    - text that starts with a sign before a word ("@example"), when few applications contain it: pg_trgm drops
-      the sign, so "@example" rechecked the 250,000 texts with a word "example" (200 ms, none matching). The
-      short-gram index is asked for the sign's pair ("@e") too, which the planner ANDs with the trigram index.
-
-    A text that many contain (".ac.rw", "@gmail") is left to `LIKE`, whose estimate is right: the pairs'
-    estimate multiplies their frequencies as if they were independent, and would send the plan to the index
-    for a fifth of the applications instead of walking a few hundred.
-
-    Any other text: nothing (`LIKE` on the whole text).
+    The cases and their measurements: docs/performance-read-side.md.
     """
     if SHORT_GRAM_LENGTHS[0] <= len(folded) <= SHORT_GRAM_LENGTHS[1]:
         return {"q_grams": [folded], "q_text": folded}
@@ -174,9 +143,7 @@ FEW_CONTAIN_SHARE = 0.001
 
 
 def _few_contain(folded: str) -> bool:
-    """Whether PostgreSQL's planner expects at most FEW_CONTAIN_SHARE of the applications to contain `folded`:
-    its own estimate of the `LIKE` (from search_text's histogram), asked with EXPLAIN, which plans without
-    running anything (about half a millisecond). A table never analyzed counts as few."""
+    """Whether PostgreSQL's estimate (by EXPLAIN) of the `LIKE` is at most FEW_CONTAIN_SHARE of the applications."""
     plan = db.session.execute(text("EXPLAIN (FORMAT JSON) SELECT 1 FROM applications WHERE search_text LIKE "
                                    ":pattern ESCAPE '\\'"), {"pattern": _like_pattern(folded)}).scalar()
     total = db.session.execute(text("SELECT reltuples FROM pg_class WHERE oid = 'applications'::regclass")).scalar()
@@ -227,26 +194,13 @@ def filtered_applications(scope: InstitutionScope, filters: Mapping[str, Any], s
 
 
 def not_erased(scope: InstitutionScope):
-    """Leaves out applications of applicants whose personal data was erased (search and exports).
-
-    NOT EXISTS rather than NOT IN: PostgreSQL estimates the anti-join from the (few) erased applicants, where a
-    NOT IN subplan is taken to remove half of the rows, and a search's halved estimate sent a text shared by
-    0.7% of applications to a trigram index scan of 200 ms instead of a walk of 20.
-    """
+    """Leaves out applications of applicants whose personal data was erased (search and exports), by NOT EXISTS."""
     erased = aliased(Applicant)
     return ~exists().where(erased.id == Application.applicant_id, scope.owns(erased), erased.erased_at.is_not(None))
 
 
 def plan_search_for_buffer_cache() -> None:
-    """Steer the PostgreSQL planner of this transaction's search towards plans that stay fast.
-
-    A search page either walks the (submitted_at, id) index and checks each applicant, or starts from the
-    trigram index and sorts the matches. With the default `effective_cache_size` the planner costs the walk's
-    applicant lookups as almost free, so texts shared by a small fraction of applicants were walked through tens
-    of thousands of lookups that miss PostgreSQL's own buffers, the slowest searches at a million applications.
-    Telling it, for this transaction only, that the cache is `shared_buffers` makes it walk only for common texts;
-    parallel workers are off because starting them costs more than these short queries.
-    """
+    """Steer this transaction's PostgreSQL planner (cache size, no parallel workers) towards fast search plans."""
     db.session.execute(select(
         func.set_config("effective_cache_size", func.current_setting("shared_buffers"), True),
         func.set_config("max_parallel_workers_per_gather", "0", True)))
@@ -296,12 +250,7 @@ def after_parameters(position: Position) -> dict[str, Any]:
 
 
 def ordered_page(scope: InstitutionScope, values: Mapping[str, Any], query: ApplicationQuery) -> Select:
-    """The page statement of a sort other than `stage`: filters, cursor condition, order, limit + 1 rows.
-
-    A search in list order finds the page's ids first, on the applications alone, then reads their records:
-    PostgreSQL walks the list-order index testing the text it includes (no table read per application tested),
-    which it cannot do while the walk also fetches each row's other columns.
-    """
+    """The page statement of a sort other than `stage`: filters, cursor condition, order, limit + 1 rows."""
     sort = query.sort
     if "q_pattern" in values and sort.key == "submitted":
         ids = filtered(scope, values, scope.select(Application, Application.id))
@@ -333,13 +282,7 @@ _PAGE_STATEMENTS_KEPT = 512
 
 
 def page_statement(shape: tuple, build) -> KeptSelect:
-    """The statement of this shape, built once and run again with each request's values (every value of a
-    page statement is a named parameter, `list_…`, given at execution), or built now.
-
-    Building the record select with its filters and generating its cache key cost SQLAlchemy more than the
-    rest of the query's execution; a statement object run again has both already. At most
-    `_PAGE_STATEMENTS_KEPT` are kept (then the lot is forgotten).
-    """
+    """The statement of this shape (values as `list_…` parameters), from a bounded cache or built now."""
     statement = _PAGE_STATEMENTS.get(shape)
     if statement is None:
         if len(_PAGE_STATEMENTS) >= _PAGE_STATEMENTS_KEPT:
@@ -349,12 +292,5 @@ def page_statement(shape: tuple, build) -> KeptSelect:
 
 
 def page_limit(rows: int):
-    """A LIMIT written into the statement's text rather than sent as a parameter.
-
-    Statements run five times on a connection become prepared statements; PostgreSQL then plans them once
-    (a generic plan) only when that plan is estimated no dearer than planning each time. With `LIMIT $n` the
-    generic plan must assume an unknown row count and never wins, so a page query was planned on every
-    request (for the application list, planning took longer than running it). With the number in the text, the
-    plan is kept; a different limit is another statement.
-    """
+    """A LIMIT written into the statement's text rather than sent as a parameter, so PostgreSQL keeps a generic plan."""
     return bindparam("page_limit", rows, type_=Integer, literal_execute=True)

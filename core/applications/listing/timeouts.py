@@ -1,10 +1,4 @@
-"""Time limits of the listing's expensive statements: a text search page and an exact count.
-
-On PostgreSQL the statements run under `SET LOCAL statement_timeout` (SEARCH_STATEMENT_TIMEOUT_MS,
-COUNT_STATEMENT_TIMEOUT_MS), set back to the session's default afterwards; on SQLite a progress handler
-interrupts them past the same deadline. A statement cut short rolls the request's transaction back (it read
-only) and raises `TookTooLong`: a 503 with Retry-After saying to narrow the search, never a 500.
-"""
+"""Time limits of the listing's expensive statements (a text search page, an exact count); past one, `TookTooLong`."""
 from __future__ import annotations
 
 import sqlite3

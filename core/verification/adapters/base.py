@@ -1,8 +1,6 @@
 """What every registry adapter shares: a hardened HTTP session, timeouts, size cap, no redirects.
 
-An adapter turns validated identifiers into its registry's wire request and the registry's answer back into
-an `ExamRecord`. Anything other than a well-formed answer (timeout, refused connection, 3xx, 4xx other than
-the registry's own not-found, 5xx, oversized or malformed body) raises `RegistryUnavailable`.
+Anything but a well-formed answer or the registry's own not-found raises `RegistryUnavailable`.
 """
 from __future__ import annotations
 

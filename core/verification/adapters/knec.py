@@ -1,11 +1,6 @@
 """KNEC (Kenya): JSON over HTTPS with a `Token` credential and the index number in the path.
 
-Request:  GET {base}/v2/candidates/{index_number}/results?year=2022&exam=KCSE  `Authorization: Token <token>`
-Found:    200 {"success": true, "data": {"candidate": {"index_number", "name", "gender": "FEMALE" | "MALE",
-          "dob"}, "school": {"code", "name"}, "exam": "KCPE" | "KCSE", "year", "certificate_number",
-          "result_status": "RELEASED" | "WITHHELD" | "CANCELLED", "subjects": [{"code", "name", "grade"}],
-          "mean_grade"?, "total_points"?, "total_marks"?}}
-Missing:  404 {"success": false, "error": {"code": "CANDIDATE_NOT_FOUND", "message": "..."}}
+Wire format: docs/verification.md, "Wire formats".
 """
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
 """NESA (Rwanda): JSON over HTTPS with a bearer token.
 
-Request:  POST {base}/api/v1/results/verify  `Authorization: Bearer <token>`
-          {"nationalId": "...", "indexNumber": "...", "examLevel": "PLEVEL" | "OLEVEL" | "ALEVEL"}
-Found:    200 {"status": "FOUND", "result": {"reference", "resultStatus": "RELEASED" | "WITHHELD" | "CANCELLED",
-          "candidate": {"names", "sex": "F" | "M", "dateOfBirth"}, "examination": {"level", "year",
-          "centre": {"code", "name"}, "combination"?, "subjects": [{"name", "grade"}],
-          "aggregate"?: {"score", "outOf"}, "division"?}}}
-Missing:  404 {"status": "NOT_FOUND", "message": "..."}
+Wire format: docs/verification.md, "Wire formats".
 """
 from __future__ import annotations
 

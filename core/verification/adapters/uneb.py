@@ -1,14 +1,6 @@
-"""UNEB (Uganda): XML over HTTPS with an API key header.
+"""UNEB (Uganda): XML over HTTPS with an API key header; not found is a 200 whose Status is NOT_FOUND.
 
-Request:  POST {base}/ResultVerification/verify  `X-UNEB-Api-Key: <token>`  Content-Type: application/xml
-          <ResultVerificationRequest><IndexNumber/><ExamYear/><Examination>PLE|UCE|UACE</Examination>
-          </ResultVerificationRequest>
-Answer:   200 <ResultVerificationResponse><Status>FOUND|NOT_FOUND|WITHHELD|CANCELLED</Status>
-          <Candidate><SerialNumber/><Name/><Sex>F|M</Sex><DateOfBirth>DD/MM/YYYY</DateOfBirth></Candidate>
-          <Centre number="U0035">name</Centre><Examination year="2019" combination="BCM"?>UCE</Examination>
-          <Results><Subject name="..." grade="..."/>...</Results>
-          <Aggregate/>? <Division/>? <Points/>?</ResultVerificationResponse>
-A not-found answer is a 200 whose Status is NOT_FOUND.
+Wire format: docs/verification.md, "Wire formats".
 """
 from __future__ import annotations
 
