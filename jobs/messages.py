@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from core.messages.delivery import drain_due_messages
-from core.messages.outbox import DRAIN_JOB, QUEUE_NAME, drain_started, signal_drain
+from core.messages.composition import DRAIN_JOB, QUEUE_NAME, drain_started, signal_drain
 from jobs import lanes
 
 LANE = "messages"

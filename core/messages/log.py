@@ -6,7 +6,7 @@ from sqlalchemy import select
 from core.errors import Conflict, InvalidInput, NotFound
 from core.db import db
 from core.i18n import LANGUAGES
-from core.messages.outbox import drain_after_commit, response_links
+from core.messages.composition import drain_after_commit, response_links
 from core.messages.private_links import LINK_SLOT, seal, shown
 from core.messages.runtime import runtime
 from core.models import Decision, Institution

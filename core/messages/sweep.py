@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from core.messages.delivery import MESSAGES
-from core.messages.outbox import signal_from_sweep
+from core.messages.composition import signal_from_sweep
 from core.outbox.leases import sweep
 
 
