@@ -61,7 +61,7 @@ def worker_command(queues: str, burst: bool, lanes: bool) -> None:
 
 
 def _work(names: list[str], burst: bool, config) -> None:
-    from jobs.sweeps import SweepingWorker
+    from jobs.upkeep import SweepingWorker
 
     backoff = Backoff()
     while True:

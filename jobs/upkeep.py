@@ -56,7 +56,7 @@ def sweep() -> int:
 
 
 def schedule_next_sweep(delay: timedelta) -> Job:
-    job = queue(SWEEP_QUEUE).enqueue_in(delay, "jobs.sweeps.sweep", result_ttl=0, failure_ttl=3600)
+    job = queue(SWEEP_QUEUE).enqueue_in(delay, "jobs.upkeep.sweep", result_ttl=0, failure_ttl=3600)
     redis_connection().set(CHAIN_KEY, job.id)
     return job
 
