@@ -24,8 +24,8 @@ LOCK_TIMEOUT = "5s"
 
 @dataclass(frozen=True)
 class Outbox:
-    """One outbox table and its rules. `model` has the columns `id`, `status`, `attempts`, `next_attempt_at`,
-    `lease_token`, `lease_expires_at` and `updated_at`."""
+    """One outbox table and its rules. `model` has the columns `id`, `status`, `attempts`, `next_attempt_at` and
+    `updated_at`, and the lease columns (core/outbox/columns.py `LeaseColumns`)."""
 
     model: type
     sendable: tuple[str, ...]  # statuses a worker may still send
