@@ -3,7 +3,7 @@ sweep, and by a drain that found a backlog, so every idle worker joins in)."""
 from __future__ import annotations
 
 from core.webhooks.delivery import drain_due_deliveries
-from core.webhooks.outbox import DRAIN_JOB, QUEUE_NAME, drain_started, signal_drain, wake_another_drain
+from core.webhooks.outbox import DRAIN_JOB, QUEUE_NAME, drain_signal
 from jobs import lanes
 
 LANE = "webhooks"
@@ -15,15 +15,15 @@ def drain(hops: int = 0) -> int:
     passed this wake-up on already."""
     if lanes.wake(LANE, QUEUE_NAME, DRAIN_JOB, hops):
         return 0
-    drain_started()
-    result = drain_due_deliveries(on_backlog=wake_another_drain)
+    drain_signal.started()
+    result = drain_due_deliveries(on_backlog=drain_signal.signal_quietly)
     if result.more_due:
-        signal_drain()
+        drain_signal.signal()
     return len(result.attempts)
 
 
 def drain_in_lane() -> bool:
     """One drain of the webhook lane; True when deliveries are still due (the lane drains again at once; a
     backlog already woke another worker)."""
-    lanes.without_raising(drain_started)
-    return drain_due_deliveries(on_backlog=wake_another_drain).more_due
+    lanes.without_raising(drain_signal.started)
+    return drain_due_deliveries(on_backlog=drain_signal.signal_quietly).more_due

@@ -108,7 +108,7 @@ def wake(name: str, queue_name: str, job: str, hops: int) -> bool:
 
 
 def without_raising(redis_step: Callable[[], object]) -> None:
-    """A lane's Redis step (`drain_started`, a wake-up for other workers) with a Redis failure recorded instead
+    """A lane's Redis step (`DrainSignal.started`, a wake-up for other workers) with a Redis failure recorded instead
     of raised: the lane drains without Redis, and the sweep wakes the other workers later."""
     try:
         redis_step()

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from core.messages.delivery import drain_due_messages
-from core.messages.composition import DRAIN_JOB, QUEUE_NAME, drain_started, signal_drain
+from core.messages.outbox import DRAIN_JOB, QUEUE_NAME, drain_signal
 from jobs import lanes
 
 LANE = "messages"
@@ -14,18 +14,18 @@ def drain(hops: int = 0) -> int:
     passed this wake-up on already."""
     if lanes.wake(LANE, QUEUE_NAME, DRAIN_JOB, hops):
         return 0
-    drain_started()
+    drain_signal.started()
     result = drain_due_messages()
     if result.more_due:
-        signal_drain()
+        drain_signal.signal()
     return len(result.attempts)
 
 
 def drain_in_lane() -> bool:
     """One drain of the message lane; True when messages are still due (the lane drains again at once, and
     another worker is woken to help)."""
-    lanes.without_raising(drain_started)
+    lanes.without_raising(drain_signal.started)
     result = drain_due_messages()
     if result.more_due:
-        lanes.without_raising(signal_drain)
+        lanes.without_raising(drain_signal.signal)
     return result.more_due

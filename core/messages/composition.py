@@ -1,16 +1,11 @@
-"""The outbox: message rows written in the caller's transaction, a worker woken only after it commits.
-
-As for webhooks (core/webhooks/outbox.py), the database is the queue: after a commit that queued messages,
-one drain job is queued unless one is already waiting; the periodic sweep wakes a worker for anything whose
-job was lost. Messages are rendered here, in the request, so the row holds exactly what is sent.
-"""
+"""Composing messages: decision emails and SMS (and staff emails) rendered and written to the message outbox in
+the caller's transaction, so the row holds exactly what is sent; previews rendered by the same code."""
 from __future__ import annotations
 
 import io
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
 
 from markupsafe import escape
 from PIL import Image
@@ -24,18 +19,16 @@ from core.i18n import DEFAULT_LANGUAGE, supported_language
 from core.institutions.identity import ApplicantIdentity, applicant_identity
 from core.messages.addresses import address_of, header_safe, mailbox, on_domains, valid_email, \
     valid_international_phone
+from core.messages.outbox import drain_signal
 from core.messages.private_links import LINK_SLOT, seal
 from core.messages.render import RenderedEmail, render_email, render_sms
 from core.messages.runtime import runtime
 from core.models import Applicant, Application, Cycle, Decision, Institution, Program, new_id
 from core.models.admissions import DECISIONS
 from core.models.messages import Message
-from core.queue import DrainSignal
 from core.scoping import InstitutionScope
 from core.timefmt import applicant_date
 
-DRAIN_JOB = "jobs.messages.drain"
-QUEUE_NAME = "messages"
 DECISION_TEMPLATE = "decision"
 RESPONSE_PATH = "/decisions/respond/"
 # The answer link of a preview: the answer page says it is not a valid link (no decision exists to answer).
@@ -202,7 +195,7 @@ def queue_decision_messages(decisions: Sequence[Decision]) -> int:
                 "The phone number is not in international format (+ and country code); nothing was sent."))
     _write(messages)
     if any(message["status"] == "queued" for message in messages):
-        drain_after_commit()
+        drain_signal.after_commit()
     return len(messages)
 
 
@@ -305,14 +298,6 @@ def _row(message_id: str, decision: Decision, channel: str, recipient: str, lang
     }
 
 
-# Wake-ups of the message drain (jobs/messages.py), after the commit that wrote the messages.
-_drain = DrainSignal("messages", QUEUE_NAME, DRAIN_JOB)
-drain_after_commit = _drain.after_commit
-signal_drain = _drain.signal
-signal_from_sweep = partial(_drain.signal, check_queue=True)  # a stale flag does not stop it
-drain_started = _drain.started
-
-
 def queue_staff_email(scope: InstitutionScope, recipient: str, template: str, language: str | None,
                       context: dict) -> Message:
     """Write one email to a staff member (an invitation, a password reset) in the current session, rendered
@@ -331,5 +316,5 @@ def queue_staff_email(scope: InstitutionScope, recipient: str, template: str, la
         body_html=email.html, message_id_header=f"<{message_id}@{sender_domain}>", status="queued", attempts=0,
         next_attempt_at=now, created_at=now, updated_at=now)
     db.session.add(message)
-    drain_after_commit()
+    drain_signal.after_commit()
     return message

@@ -17,6 +17,7 @@ from sqlalchemy import func, or_, select, text, update
 
 from core.db import db
 from core.outbox.schedule import RetrySchedule
+from core.outbox.wakeup import DrainSignal
 
 # The count runs in workers' maintenance too, outside any job timeout: never wait long for a lock.
 LOCK_TIMEOUT = "5s"
@@ -105,10 +106,11 @@ def count_due(outbox: Outbox) -> int:
     return count
 
 
-def sweep(outbox: Outbox, signal: Callable[[], object]) -> int:
-    """Wake a worker (`signal`) when rows are due and unclaimed (retries coming due, jobs lost with Redis, leases
-    of a worker that died); returns how many are due. An extra wake-up is harmless: rows are leased."""
+def sweep(outbox: Outbox, drain_signal: DrainSignal) -> int:
+    """Wake a worker when rows are due and unclaimed (retries coming due, jobs lost with Redis, leases of a worker
+    that died), even if a stale flag says a drain is queued; returns how many are due. An extra wake-up is
+    harmless: rows are leased."""
     due = count_due(outbox)
     if due:
-        signal()
+        drain_signal.signal(check_queue=True)
     return due
