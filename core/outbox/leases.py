@@ -1,10 +1,5 @@
-"""The rows of an outbox: which are due, leasing them to one worker, counting them for the sweep, and the commits
-of the engine.
-
-A row is due when its status is still sendable, its next attempt has come and no live lease holds it. A lease is
-a conditional UPDATE: only one worker owns a due row at a time, and a killed worker's lease lapses so the sweep
-can hand the row to another.
-"""
+"""The rows of an outbox: which are due, leasing them to one worker (a conditional UPDATE; a killed worker's lease
+lapses), counting them for the sweep, and the commits of the engine."""
 
 from __future__ import annotations
 
@@ -52,12 +47,8 @@ class Claim:
 
 
 def without_waiting_for_disk() -> None:
-    """Let this transaction's commit return before its WAL record is flushed (PostgreSQL only).
-
-    Safe for claims and attempt records: if the database crashes and forgets the last moments of them, the row
-    is simply attempted again (at-least-once), and the outbox rows themselves were committed durably by the
-    transaction of the change that wrote them.
-    """
+    """Let this transaction's commit return before its WAL record is flushed (PostgreSQL only): a crash can only
+    cause one more attempt of a row."""
     if db.session.get_bind().dialect.name == "postgresql":
         db.session.execute(text("SET LOCAL synchronous_commit TO OFF"))
 
@@ -72,13 +63,8 @@ def claim(outbox: Outbox, now: datetime, limit: int) -> Claim:
 
 
 def lease(outbox: Outbox, now: datetime, limit: int, token: str) -> list[str]:
-    """Lease up to `limit` due rows, oldest first, in the current transaction; returns their ids.
-
-    The batch is picked once, in a materialised CTE, and the UPDATE joins it: written as
-    `id IN (SELECT … LIMIT n FOR UPDATE SKIP LOCKED)`, PostgreSQL may plan a nested loop that re-runs the
-    subquery for every row scanned, each run skipping what the previous ones had just leased, and so lease
-    the whole backlog under one token.
-    """
+    """Lease up to `limit` due rows, oldest first, in the current transaction; returns their ids. The batch is picked
+    once, in a materialised CTE (docs/architecture.md says why)."""
     model = outbox.model
     picked = (
         select(model.id)

@@ -1,12 +1,4 @@
-"""The outbox: delivery rows written in the caller's transaction, a worker woken only after it commits.
-
-The database is the queue and the source of truth; RQ jobs are wake-up calls. After a commit that made
-deliveries due, one drain job is queued unless one is already waiting (a short-lived Redis flag), and the
-drain attempts every due delivery. A drain that finds a backlog (more due than its free sender slots)
-queues one more drain, which an idle worker picks up and which does the same, so every worker with free
-capacity joins in. If queueing fails (Redis down) or the job is lost, the periodic sweep
-finds the due deliveries in the database and wakes a worker again.
-"""
+"""The webhook outbox: delivery rows written in the caller's transaction, and the drain's wake-up after it commits."""
 
 from __future__ import annotations
 
