@@ -51,9 +51,9 @@ def worker_command(queues: str, burst: bool, lanes: bool) -> None:
     from jobs.lanes import start_lanes, stop_lanes
 
     names = [name.strip() for name in queues.split(",") if name.strip()]
-    drains = {deliveries.LANE: deliveries.drain_in_lane, messages.LANE: messages.drain_in_lane}
+    outboxes = (deliveries.LANE, messages.LANE)
     start_lanes(current_app._get_current_object(),
-                {name: drain for name, drain in drains.items() if lanes and name in names})
+                {lane.name: lane.drain_once for lane in outboxes if lanes and lane.name in names})
     try:
         _work(names, burst, config)
     finally:
@@ -61,7 +61,7 @@ def worker_command(queues: str, burst: bool, lanes: bool) -> None:
 
 
 def _work(names: list[str], burst: bool, config) -> None:
-    from jobs.sweeps import SweepingWorker
+    from jobs.upkeep import SweepingWorker
 
     backoff = Backoff()
     while True:

@@ -1,25 +1,18 @@
-"""Drain lanes: in a worker process, webhook deliveries and messages each drain on a thread of their own.
-
-RQ runs one job at a time, so a drain run as a job makes every other job wait behind it: emails waited a
-minute behind webhook drains for a slow receiver, webhooks waited behind email drains. In a worker process
-(`flask worker`), a drain job only wakes its kind's lane and returns at once; the lane drains with its own
-sender threads and connections (16 webhook slots, 4 SMTP connections), so the two kinds never share capacity
-and neither waits for the other. A lane woken while it drains drains again once done, and drains again at once
-when its time budget ran out with rows still due. A drain job that finds its lane already draining passes the
-wake-up on to another worker (at most PASS_ON_HOPS times), so a backlog is still shared by every idle worker:
-RQ hands a job to the worker that has waited longest. Where no lane runs (a plain `rq worker`, tests running jobs
-in their own process), the job drains itself, as before.
-"""
+"""Drain lanes: in a worker process each outbox drains on a thread of its own, woken by its drain job; the drain of
+an outbox, as a job or in a lane, written once for every kind (`OutboxLane`; docs/architecture.md)."""
 from __future__ import annotations
 
 import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from flask import Flask
 
 from core.db import discard_session
+from core.outbox.drain import DrainResult
+from core.outbox.wakeup import DrainSignal
 from core.queue import enqueue
 from core.redis_faults import record_redis_fault
 
@@ -108,9 +101,39 @@ def wake(name: str, queue_name: str, job: str, hops: int) -> bool:
 
 
 def without_raising(redis_step: Callable[[], object]) -> None:
-    """A lane's Redis step (`drain_started`, a wake-up for other workers) with a Redis failure recorded instead
+    """A lane's Redis step (`DrainSignal.started`, a wake-up for other workers) with a Redis failure recorded instead
     of raised: the lane drains without Redis, and the sweep wakes the other workers later."""
     try:
         redis_step()
     except Exception as error:
         record_redis_fault("queue", error)
+
+
+@dataclass(frozen=True)
+class OutboxLane:
+    """One outbox as a worker drains it: its wake-up signal (whose name is the lane's) and its drain, a function
+    `(on_backlog=...) -> DrainResult`. Both kinds drain alike: a drain that finds a backlog wakes another worker
+    (once); a lane drains again at once while rows are due; a drain run as a job queues its follow-up."""
+
+    signal: DrainSignal
+    drain: Callable[..., DrainResult]
+
+    @property
+    def name(self) -> str:
+        return self.signal.name
+
+    def job(self, hops: int = 0) -> int:
+        """The drain job: wakes this worker's lane; where there is none, drains here and returns how many attempts
+        were made. `hops`: how many workers passed this wake-up on already."""
+        if wake(self.name, self.signal.queue_name, self.signal.job, hops):
+            return 0
+        self.signal.started()
+        result = self.drain(on_backlog=self.signal.signal_quietly)
+        if result.more_due:
+            self.signal.signal()
+        return len(result.attempts)
+
+    def drain_once(self) -> bool:
+        """One drain of the lane; True when rows are still due (the lane drains again at once)."""
+        without_raising(self.signal.started)
+        return self.drain(on_backlog=self.signal.signal_quietly).more_due

@@ -1,31 +1,12 @@
-"""RQ job: send every due message (queued after commits that wrote messages, and by the sweep)."""
+"""RQ job `jobs.messages.drain`: drain the message outbox (jobs/lanes.py `OutboxLane`)."""
 from __future__ import annotations
 
 from core.messages.delivery import drain_due_messages
-from core.messages.outbox import DRAIN_JOB, QUEUE_NAME, drain_started, signal_drain
-from jobs import lanes
+from core.messages.outbox import drain_signal
+from jobs.lanes import OutboxLane
 
-LANE = "messages"
+LANE = OutboxLane(drain_signal, drain_due_messages)
 
 
 def drain(hops: int = 0) -> int:
-    """Wakes this worker's message lane (jobs/lanes.py); where there is none, drains here and returns how many
-    attempts were made, queueing a follow-up drain when its time budget ran out. `hops`: how many workers
-    passed this wake-up on already."""
-    if lanes.wake(LANE, QUEUE_NAME, DRAIN_JOB, hops):
-        return 0
-    drain_started()
-    result = drain_due_messages()
-    if result.more_due:
-        signal_drain()
-    return len(result.attempts)
-
-
-def drain_in_lane() -> bool:
-    """One drain of the message lane; True when messages are still due (the lane drains again at once, and
-    another worker is woken to help)."""
-    lanes.without_raising(drain_started)
-    result = drain_due_messages()
-    if result.more_due:
-        lanes.without_raising(signal_drain)
-    return result.more_due
+    return LANE.job(hops)

@@ -12,7 +12,7 @@ from core.applications.applicant_file import applicant_file
 from core.config import settings
 from core.errors import InvalidInput
 from core.i18n import supported_language
-from core.messages.outbox import preview_decision_email
+from core.messages.composition import preview_decision_email
 from core.models import Application
 from portal import bp
 from portal.applicant_timeline import DECISION_LABELS

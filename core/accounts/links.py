@@ -16,7 +16,7 @@ from core.config import settings
 from core.errors import Conflict, InvalidInput, NotFound
 from core.db import db
 from core.messages.addresses import valid_email
-from core.messages.outbox import queue_staff_email
+from core.messages.composition import queue_staff_email
 from core.messages.runtime import runtime
 from core.models import Institution, User, random_token
 from core.models.accounts import PasswordReset, StaffInvitation

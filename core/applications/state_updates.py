@@ -17,7 +17,7 @@ from core.events import emission
 from core.errors import InvalidInput, problem
 from core.db import db
 from core.applications.history import Actor, record_change
-from core.messages.outbox import queue_decision_messages
+from core.messages.composition import queue_decision_messages
 from core.models.admissions import DECISION_NONE, DECISIONS, Application, Decision, Stage
 from core.models.base import utcnow
 from core.applications.records import application_record, application_select

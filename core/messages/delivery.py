@@ -1,30 +1,11 @@
-"""Message attempts: what the outbox engine (core/outbox) needs to know of messages.
-
-A claimed message is sent by email (over one of the drain's SMTP connections) or SMS outside any transaction;
-the server's answer makes it `sent`, a temporary failure (retried along the schedule) or a permanent one
-(`failed` at once). The claim is a lease, as for webhook deliveries (core/outbox/leases.py): only one worker owns
-a due message at a time. The lease is short (LEASE) and renewed while the drain works, so a killed worker's
-messages are free again within LEASE and the sweep hands them to another. A worker never starts a send with
-less than two MAIL_TIMEOUTs of its lease left (only when renewals fail, e.g. the database is unreachable).
-
-Each send is recorded a moment after it ends, and before the worker hands any other email to the SMTP server:
-the DATA step of the next email waits until the previous accepted one is committed (`_MessageDrain.gate`). So a
-crash between the server's acceptance and its recording repeats at most one email per worker; every attempt
-carries the same Message-ID, so mail clients show it once.
-
-An SMTP server or SMS gateway that does not answer (connection refused, timeout, SMTP 421, gateway 5xx) is not
-a failure of the message: its circuit opens (core/outbox/circuit.py) and the message waits for the next probe
-with its attempts untouched; only answers about the message itself (SMTP 4xx/5xx for that recipient or body)
-move it along its retry schedule.
-
-The DKIM key is read once per drain (core/messages/signing.py); while it is unusable, every email is a temporary
-failure whose error names the setting to correct, and nothing goes out unsigned.
-"""
+"""The message outbox kind (`MessageKind`): an email over one of the drain's SMTP connections, or an SMS; each
+email's DATA step waits until the previous accepted one is recorded (docs/messages.md, "The outbox")."""
 from __future__ import annotations
 
 import logging
 import queue
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -41,12 +22,10 @@ from core.messages.transports import AfricasTalkingTransport, Outcome, SmtpTrans
 from core.models.messages import SENDABLE_MESSAGE_STATUSES, Message
 from core.outbox.circuit import Deferred
 from core.outbox.drain import PERMANENT, SUCCEEDED, TEMPORARY, Drain, DrainResult, Sent
-from core.outbox.leases import Outbox, claim
+from core.outbox.leases import Outbox
 
 log = logging.getLogger(__name__)
 
-# What `claim_due` leases at most by default.
-CLAIM_BATCH = 50
 # Renewed every fifth of it while the drain works (so over 33 s are always left, more than the two
 # MAIL_TIMEOUTs a send needs): after a crash its messages are free again this soon.
 LEASE = timedelta(seconds=45)
@@ -61,12 +40,6 @@ MESSAGES = Outbox(
     model=Message, sendable=SENDABLE_MESSAGE_STATUSES, order=(Message.next_attempt_at, Message.id), lease=LEASE,
     schedule=SCHEDULE, succeeded="sent", given_up="failed", now=lambda: runtime.clock.now(),
 )
-
-
-def claim_due(now: datetime, limit: int = CLAIM_BATCH) -> tuple[str, datetime, list[str]]:
-    """Lease up to `limit` due, unclaimed messages (oldest first): (lease token, lease end, their ids)."""
-    claimed = claim(MESSAGES, now, limit)
-    return claimed.token, claimed.expires, claimed.ids
 
 
 @dataclass(frozen=True)
@@ -129,17 +102,19 @@ class NotNow(Exception):
     """The email was not handed over (its DATA step could not wait any longer for the previous one's record)."""
 
 
-class _MessageDrain(Drain):
-    """The pipeline of core/outbox with one rule more: `gate` is held from an email's DATA step until its
-    outcome is committed, so at most one accepted email of this worker is ever unrecorded."""
+class MessageKind:
+    """Messages as one drain sees them (an `OutboxKind` with `Circuits` and `Records.committed`): `gate` is held
+    from an email's DATA step until its outcome is committed, so at most one accepted email is ever unrecorded."""
 
+    outbox = MESSAGES
     # one claim per few emails (each claim is a statement more in the turn that the next DATA step waits for)
     claim_at_least = SENDER_CONNECTIONS
 
-    def __init__(self, senders: ThreadPoolExecutor, transports: Transports):
-        super().__init__(MESSAGES, senders, capacity=CAPACITY)
+    def __init__(self, transports: Transports):
         self.transports = transports
         self.config = settings()
+        # a send starts only with two MAIL_TIMEOUTs of its lease left (less: only when renewals fail)
+        self.lease_needed = timedelta(seconds=2 * self.config.MAIL_TIMEOUT)
         self.gate = threading.Lock()
         self.gate_holder: str | None = None  # the message whose DATA step holds the gate
 
@@ -155,8 +130,6 @@ class _MessageDrain(Drain):
 
     def send(self, message: _Claimed) -> tuple[datetime, Outcome | None]:
         attempted_at = runtime.clock.now()
-        if self.lease_expires - attempted_at < timedelta(seconds=2 * self.config.MAIL_TIMEOUT):
-            return attempted_at, None  # the lease could lapse before the send ends: not started
         if message.link_error:
             return attempted_at, Outcome.refused(message.link_error)
 
@@ -173,7 +146,7 @@ class _MessageDrain(Drain):
             log.exception("sending message %s failed unexpectedly", message.id)
             return attempted_at, Outcome.temporary(f"Unexpected error: {error.__class__.__name__}: {error}")
 
-    def turn_committed(self, finished: list[Sent]) -> None:
+    def committed(self, finished: list[Sent], statuses: dict[str, str]) -> None:
         """The email holding the gate is recorded: the next one may go."""
         if self.gate_holder is not None and any(row.id == self.gate_holder for row, _, _ in finished):
             self.gate_holder = None
@@ -208,12 +181,13 @@ def _with_link(message: _Claimed) -> _Claimed:
                    body_html=with_link(message.body_html, link, html=True))
 
 
-def drain_due_messages(time_budget: float = DRAIN_TIME_BUDGET) -> DrainResult:
-    """Claim and send due messages, each sender connection taking the next one as soon as it is free, until none
-    is due or the time budget is spent."""
+def drain_due_messages(time_budget: float = DRAIN_TIME_BUDGET,
+                       on_backlog: Callable[[], None] | None = None) -> DrainResult:
+    """Send due messages until none is due or the time budget is spent; `on_backlog` is called (once) when more is
+    due than this drain can start at once."""
     transports = Transports()
     try:
         with ThreadPoolExecutor(SENDER_CONNECTIONS, thread_name_prefix="message-sender") as senders:
-            return _MessageDrain(senders, transports).run(time_budget)
+            return Drain(MessageKind(transports), senders, capacity=CAPACITY, on_backlog=on_backlog).run(time_budget)
     finally:
         transports.close()

@@ -6,7 +6,8 @@ from sqlalchemy import select
 from core.errors import Conflict, InvalidInput, NotFound
 from core.db import db
 from core.i18n import LANGUAGES
-from core.messages.outbox import drain_after_commit, response_links
+from core.messages.composition import response_links
+from core.messages.outbox import drain_signal
 from core.messages.private_links import LINK_SLOT, seal, shown
 from core.messages.runtime import runtime
 from core.models import Decision, Institution
@@ -77,7 +78,7 @@ def resend_message(scope: InstitutionScope, message_id: str) -> Message:
     message.next_attempt_at = now
     message.lease_token = message.lease_expires_at = None
     message.updated_at = now
-    drain_after_commit()
+    drain_signal.after_commit()
     db.session.commit()
     return message
 

@@ -1,5 +1,5 @@
 """What sending decisions will really do, said before it is done: per applicant, the decision and the channels
-that will carry it (the same rules as `core.messages.outbox.queue_decision_messages`: an email when the address
+that will carry it (the same rules as `core.messages.composition.queue_decision_messages`: an email when the address
 is valid, an SMS only when SMS is configured and the phone is in international format)."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from core.applications.listing.query import parse_application_query
 from core.applications.listing.statements import filtered_applications
 from core.db import db
 from core.messages.addresses import valid_email, valid_international_phone
-from core.messages.outbox import sms_enabled
+from core.messages.composition import sms_enabled
 from core.models import Applicant, Application
 from core.scoping import InstitutionScope
 

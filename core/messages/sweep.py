@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from core.messages.delivery import MESSAGES
-from core.messages.outbox import signal_from_sweep
+from core.messages.outbox import drain_signal
 from core.outbox.leases import sweep
 
 
 def sweep_due_messages() -> int:
     """Queue a drain when messages are due and unclaimed; returns how many are due."""
-    return sweep(MESSAGES, signal_from_sweep)
+    return sweep(MESSAGES, drain_signal)

@@ -7,6 +7,7 @@ from sqlalchemy import DateTime, ForeignKey, Index, Integer, String, Text, Uniqu
 from sqlalchemy.orm import Mapped, mapped_column
 
 from core.models.base import Base, new_id, utcnow
+from core.outbox.columns import LeaseColumns
 
 MESSAGE_STATUSES = ("queued", "sent", "retry_scheduled", "failed")
 # Statuses a worker may still send; `sent` and `failed` are final until staff resend a failed one.
@@ -14,7 +15,7 @@ SENDABLE_MESSAGE_STATUSES = ("queued", "retry_scheduled")
 CHANNELS = ("email", "sms")
 
 
-class Message(Base):
+class Message(LeaseColumns, Base):
     __tablename__ = "messages"
     __table_args__ = (
         # Exactly one message per sent decision and channel, whatever retries or replays happen.
@@ -47,9 +48,6 @@ class Message(Base):
     status: Mapped[str] = mapped_column(String(16), default="queued")
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     next_attempt_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
-    # Claim: a worker owns the next attempt until lease_expires_at (a killed worker's claim lapses).
-    lease_token: Mapped[str | None] = mapped_column(String(32), nullable=True)
-    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
     # The server's or gateway's answer to the last failed attempt (e.g. "550 5.1.1 no such user").
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
     # The gateway's id of a sent SMS (Africa's Talking messageId); the SMTP server's queue answer for email.

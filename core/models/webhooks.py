@@ -7,6 +7,7 @@ from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Index, Integer, Stri
 from sqlalchemy.orm import Mapped, mapped_column
 
 from core.models.base import Base, new_id, utcnow
+from core.outbox.columns import LeaseColumns
 
 DELIVERY_STATUSES = ("pending", "retry_scheduled", "delivered", "dead", "endpoint_disabled")
 # Statuses a worker may still send; everything else is final until a redeliver or recover.
@@ -34,7 +35,7 @@ class WebhookEndpoint(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, onupdate=utcnow)
 
 
-class WebhookDelivery(Base):
+class WebhookDelivery(LeaseColumns, Base):
     __tablename__ = "webhook_deliveries"
     __table_args__ = (
         Index("ix_webhook_deliveries_institution_created", "institution_id", "created_at", "id"),
@@ -52,9 +53,6 @@ class WebhookDelivery(Base):
     last_response_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
     last_error_class: Mapped[str | None] = mapped_column(String(32), nullable=True)
     next_attempt_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
-    # Claim: a worker owns the next attempt until lease_expires_at (a killed worker's claim lapses).
-    lease_token: Mapped[str | None] = mapped_column(String(32), nullable=True)
-    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
     delivered_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, onupdate=utcnow)

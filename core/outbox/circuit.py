@@ -1,17 +1,5 @@
-"""Circuits: a transport that is down for every row (SMTP server, SMS gateway, one webhook endpoint) is not a
-failure of each row.
-
-A failure that says nothing about the row itself (the kind decides: `Drain.transport_failure`; e.g. an SMTP
-connection refused or timed out, SMTP 421, a webhook receiver refusing connections) opens the circuit
-of its transport: the row is put back with its attempts untouched, due again when the circuit next probes, and
-the rows that would go through that transport are deferred to that time without being attempted. Once the
-probe time has come, one attempt goes first (the probe); while it runs the other rows of that circuit wait for
-its answer (a short while), then all go at once if the transport answered, or are deferred again. The probe
-interval is drawn between OUTBOX_PROBE_MIN_SECONDS and OUTBOX_PROBE_MAX_SECONDS (15–30 s).
-
-Circuits live in the worker process (one per transport key, e.g. "smtp 10.0.0.5:25" or "webhook <endpoint>");
-another process finds the transport down by its own first attempt, and defers the same way.
-"""
+"""Circuits: a transport that is down for every row (SMTP server, SMS gateway, one webhook endpoint) defers its rows
+to the next probe without counting an attempt (docs/architecture.md; docs/webhooks.md and docs/messages.md)."""
 from __future__ import annotations
 
 import random

@@ -1,15 +1,7 @@
 """The drain of an outbox: claim due rows, send them outside any transaction, record each outcome.
 
-A drain is a pipeline, not a series of batches: each sender thread takes the next claimed row as soon as its
-previous attempt finishes, so a slow recipient holds one thread, never the others. One transaction per turn of
-the loop records what finished since the last turn and leases as many due rows as there is room for (both
-committed without waiting for the disk), so each attempt is recorded a moment after it ends. The leases of the
-rows a drain holds are renewed while it works (every fifth of the lease), so a lease can be short: a killed
-worker's rows are free again within one lease. A kind of outbox subclasses `Drain` and says what a claimed row
-is (`load`), how it is sent (`send`) and what an answer means (`answer`); it may hold some rows back for a while
-(`may_start`, `resumable`, `still_ours`), and name the transport a row goes through (`circuit_of`) and which
-outcomes say that transport is down (`transport_failure`): those are not attempts of the row
-(core/outbox/circuit.py).
+One engine for every kind of outbox: a kind (`OutboxKind`) says what a row is, how it is loaded and sent, and what
+an answer means; `Drain` does the rest (docs/architecture.md, "The outbox engine").
 """
 
 from __future__ import annotations
@@ -17,11 +9,10 @@ from __future__ import annotations
 import queue
 import secrets
 import time
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from sqlalchemy import bindparam, select, update
@@ -35,7 +26,7 @@ from core.outbox.leases import Outbox, lease, without_waiting_for_disk
 # While some threads are busy and nothing was due, a drain looks for newly due rows this often.
 POLL_SECONDS = 0.25
 
-# What an answer means (`Drain.answer`).
+# What an answer means (`OutboxKind.answer`).
 SUCCEEDED, TEMPORARY, PERMANENT = "succeeded", "temporary", "permanent"
 
 
@@ -62,97 +53,147 @@ class DrainResult:
     more_due: bool  # the time budget ran out before the due rows did
 
 
-class Drain(ABC):
-    """One drain: keeps every sender thread busy with the oldest due rows until the time budget is spent.
+class OutboxKind(Protocol):
+    """One kind of outbox as one drain sees it (a new instance per drain). Optional capabilities: `Circuits`,
+    `Shares`, `Records` and the settings of `Drain` (`poll_seconds`, `claim_at_least`, `lease_needed`)."""
 
-    `capacity` is how many claimed rows it holds at most (those being sent and those queued behind them, so a
-    thread that finishes starts the next one at once, without waiting for this thread's next database turn).
-    `on_backlog` is called once when a claim finds as many due rows as it asked for. `lease_expires` is when
-    the earliest lease this drain holds lapses unless renewed (a kind checks it before it starts a send).
+    outbox: Outbox  # the table, its statuses, lease, retry schedule and clock
+
+    def load(self, ids: list[str], lease_expires: datetime) -> list[Claimed]:
+        """What the claimed rows need to be sent, oldest first (in the turn's transaction)."""
+
+    def send(self, row: Claimed) -> tuple[datetime, Any]:
+        """Send one row in a sender thread, touching no database session: (attempted at, outcome), the outcome
+        None when it was not attempted after all (its lease is released)."""
+
+    def answer(self, row: Claimed, outcome: Any, now: datetime) -> tuple[str, dict]:
+        """What an outcome means (SUCCEEDED, TEMPORARY or PERMANENT) and the kind's own columns to record."""
+
+
+class Circuits(Protocol):
+    """Optional, all or none: the transport a row goes through can be down for every row (core/outbox/circuit.py);
+    such outcomes are not attempts of the row. Without it, no circuit."""
+
+    def circuit_of(self, row: Claimed) -> str | None:
+        """The key of the row's transport (e.g. "smtp host:port"); None: no circuit."""
+
+    def transport_failure(self, outcome: Any) -> str | None:
+        """Why the transport is down when the outcome says nothing about the row itself; else None."""
+
+    def deferred_columns(self, deferred: Deferred) -> dict:
+        """The kind's own columns to record on a row put back until the next probe."""
+
+
+class Shares(Protocol):
+    """Optional, all or none: rows are sent in shares per group (e.g. per recipient), some held back for a while.
+    Without it, one group, due rows leased oldest first, none held."""
+
+    def group_of(self, row: Claimed) -> Hashable:
+        """The group a row counts in (`Drain.in_flight`)."""
+
+    def lease_due(self, drain: Drain, now: datetime, limit: int) -> tuple[list[str], bool]:
+        """Lease up to `limit` due rows under `drain.token` (in the turn's transaction): (their ids, whether due rows
+        were passed over because their group's share is taken, so the drain claims again when a row finishes)."""
+
+    def may_start(self, drain: Drain, row: Claimed) -> bool:
+        """Whether a newly claimed row may be sent now; if not, it is held until `resumable` offers it again."""
+
+    def resumable(self, drain: Drain) -> list[Claimed]:
+        """Held rows (`drain.held`) to check again with `still_ours` and start in this turn."""
+
+    def still_ours(self, drain: Drain, rows: list[Claimed]) -> set[str]:
+        """Ids of those still to be sent by this drain (at least: still leased under `drain.token`)."""
+
+
+class Records(Protocol):
+    """Optional, each method on its own: what a kind records beyond its rows' columns."""
+
+    def record(self, attempts: list[Sent], statuses: dict[str, str]) -> None:
+        """In the turn's transaction, after the attempted rows moved on (`statuses`: each one's new status, which
+        this may change for the report)."""
+
+    def found_down(self, rows: list[Claimed]) -> None:
+        """In the turn's transaction: rows whose attempt opened their circuit or was a failed probe."""
+
+    def committed(self, finished: list[Sent], statuses: dict[str, str]) -> None:
+        """After the turn that recorded `finished` (attempts, deferrals, releases) committed."""
+
+
+class _NoCircuits:
+    """The engine's stand-in for a kind without `Circuits`."""
+
+    def circuit_of(self, row: Claimed) -> None:
+        return None
+
+    def transport_failure(self, outcome: Any) -> None:
+        return None
+
+    def deferred_columns(self, deferred: Deferred) -> dict:
+        return {}
+
+
+class _OneShare:
+    """The engine's stand-in for a kind without `Shares`."""
+
+    def group_of(self, row: Claimed) -> None:
+        return None
+
+    def lease_due(self, drain: Drain, now: datetime, limit: int) -> tuple[list[str], bool]:
+        return lease(drain.outbox, now, limit, drain.token), False
+
+    def may_start(self, drain: Drain, row: Claimed) -> bool:
+        return True
+
+    def resumable(self, drain: Drain) -> list[Claimed]:
+        return list(drain.held)
+
+    def still_ours(self, drain: Drain, rows: list[Claimed]) -> set[str]:
+        model = drain.outbox.model
+        return set(db.session.scalars(
+            select(model.id).where(model.id.in_([row.id for row in rows]), model.lease_token == drain.token)))
+
+
+def _capability(kind: OutboxKind, capability: type, stand_in: object) -> Any:
+    """`kind` when it has every method of `capability`, `stand_in` when it has none."""
+    names = [name for name, value in vars(capability).items() if callable(value) and not name.startswith("_")]
+    found = [name for name in names if hasattr(kind, name)]
+    if found and len(found) < len(names):
+        raise TypeError(f"{type(kind).__name__} has part of {capability.__name__}: "
+                        f"{sorted(set(names) - set(found))} missing")
+    return kind if found else stand_in
+
+
+class Drain:
+    """One drain: keeps every sender thread busy with `kind`'s oldest due rows until the time budget is spent.
+
+    `capacity`: claimed rows held at most (being sent and queued behind them). `on_backlog`: called once when a
+    claim finds as many due rows as it asked for. `lease_expires`: when the earliest lease held lapses unless renewed.
     """
 
-    # Set by a kind's `lease_due` when it left due rows aside on purpose (a recipient's share is taken): the
-    # drain then claims again as soon as an attempt finishes instead of concluding that nothing is due.
-    passed_over = False
-    poll_seconds = POLL_SECONDS
-    # A busy drain claims only once this many rows can be claimed (1: as soon as a row finishes).
-    claim_at_least = 1
-
-    def __init__(self, outbox: Outbox, senders: Executor, capacity: int,
+    def __init__(self, kind: OutboxKind, senders: Executor, capacity: int,
                  on_backlog: Callable[[], None] | None = None):
-        self.outbox = outbox
+        self.kind = kind
+        self.outbox = kind.outbox
+        self.circuits: Circuits = _capability(kind, Circuits, _NoCircuits())
+        self.shares: Shares = _capability(kind, Shares, _OneShare())
+        self.poll_seconds: float = getattr(kind, "poll_seconds", POLL_SECONDS)
+        # a busy drain claims only once this many rows can be claimed (1: as soon as a row finishes)
+        self.claim_at_least: int = getattr(kind, "claim_at_least", 1)
+        # a send starts only with this much of its lease left (None: any)
+        self.lease_needed: timedelta | None = getattr(kind, "lease_needed", None)
         self.senders = senders
         self.capacity = capacity
         self.on_backlog = on_backlog
         self.token = secrets.token_hex(8)  # the lease of every row this drain claims
         self.finished: queue.SimpleQueue[Future] = queue.SimpleQueue()
-        self.in_flight: dict[Hashable, int] = {}  # per group (`group_of`)
-        self.held: list = []  # claimed, not started yet (`may_start` said no)
+        self.in_flight: dict[Hashable, int] = {}  # per group (`Shares.group_of`)
+        self.held: list = []  # claimed, not started yet (`Shares.may_start` said no)
+        self.passed_over = False  # the last claim left due rows aside on purpose (`Shares.lease_due`)
         self.reports: list[AttemptReport] = []
         config = settings()
         self.probe_seconds = (config.OUTBOX_PROBE_MIN_SECONDS, config.OUTBOX_PROBE_MAX_SECONDS)
         self.mine: set[str] = set()  # ids leased and not recorded yet (their leases are renewed)
         self.lease_expires: datetime | None = None
-
-    # --- what a kind of outbox supplies ---------------------------------------------------------------------
-
-    @abstractmethod
-    def load(self, ids: list[str], lease_expires: datetime) -> list[Claimed]:
-        """What the claimed rows need to be sent, oldest first (in the turn's transaction)."""
-
-    @abstractmethod
-    def send(self, row: Claimed) -> tuple[datetime, Any]:
-        """Send one row; runs in a sender thread and touches no database session. Returns (attempted at,
-        outcome), the outcome None when it was not attempted after all."""
-
-    @abstractmethod
-    def answer(self, row: Claimed, outcome: Any, now: datetime) -> tuple[str, dict]:
-        """What an outcome means (SUCCEEDED, TEMPORARY or PERMANENT) and the kind's own columns to record."""
-
-    def group_of(self, row: Claimed) -> Hashable:
-        """Rows counted together in `in_flight` (e.g. per recipient)."""
-        return None
-
-    def may_start(self, row: Claimed) -> bool:
-        """Whether a newly claimed row may be sent now; if not it is held until `resumable` offers it again."""
-        return True
-
-    def resumable(self) -> list[Claimed]:
-        """Held rows to check again (`still_ours`) and start in this turn."""
-        return list(self.held)
-
-    def lease_due(self, now: datetime, limit: int) -> list[str]:
-        """Lease up to `limit` due rows under this drain's token (in the turn's transaction), oldest first; a
-        kind may pick them otherwise (e.g. fairly across recipients, setting `passed_over`)."""
-        return lease(self.outbox, now, limit, self.token)
-
-    def still_ours(self, rows: list[Claimed]) -> set[str]:
-        """Ids of those whose lease this drain still holds."""
-        model = self.outbox.model
-        return set(db.session.scalars(
-            select(model.id).where(model.id.in_([row.id for row in rows]), model.lease_token == self.token)))
-
-    def committed(self, done: list[Sent], statuses: dict[str, str]) -> None:
-        """After the turn that recorded the attempts `done` committed (metrics)."""
-
-    def turn_committed(self, finished: list[Sent]) -> None:
-        """After the turn that recorded `finished` (attempts, deferrals, releases) committed."""
-
-    def circuit_of(self, row: Claimed) -> str | None:
-        """The key of the transport the row goes through (core/outbox/circuit.py); None: no circuit."""
-        return None
-
-    def transport_failure(self, outcome: Any) -> str | None:
-        """Why the transport is down when the outcome says nothing about the row itself; else None."""
-        return None
-
-    def deferred_columns(self, deferred: Deferred) -> dict:
-        """The kind's own columns to record on a deferred row (e.g. the error staff see)."""
-        return {}
-
-    def found_down(self, rows: list[Claimed]) -> None:
-        """In the turn's transaction, after the deferrals: rows whose attempt opened their circuit or was a
-        failed probe (`Deferred.found_down`)."""
 
     # --- the engine ---------------------------------------------------------------------------------------
 
@@ -182,7 +223,7 @@ class Drain(ABC):
             for row in resumed:
                 self._start(row)
             for row in claimed:
-                if self.may_start(row):
+                if self.shares.may_start(self, row):
                     self._start(row)
                 else:
                     self.held.append(row)
@@ -209,23 +250,26 @@ class Drain(ABC):
         without_waiting_for_disk()
         attempts = [sent for sent in done if not isinstance(sent[2], Deferred)]
         deferred = [sent for sent in done if isinstance(sent[2], Deferred)]
-        statuses = self.record(attempts) if attempts else {}
+        statuses = self._record(attempts) if attempts else {}
+        if attempts and hasattr(self.kind, "record"):
+            self.kind.record(attempts, statuses)
         if deferred:
             self._defer(deferred)
-            self.found_down([row for row, _, outcome in deferred if outcome.found_down])
+            if hasattr(self.kind, "found_down"):
+                self.kind.found_down([row for row, _, outcome in deferred if outcome.found_down])
         self.mine.difference_update(row.id for row, _, _ in done)
-        ready = self.resumable()
-        ours = self.still_ours(ready) if ready else set()
+        ready = self.shares.resumable(self)
+        ours = self.shares.still_ours(self, ready) if ready else set()
         if renew:
             self._renew(now)
-        ids = self.lease_due(now, free) if free > 0 else []
-        claimed = self.load(ids, now + self.outbox.lease) if ids else []
+        ids, self.passed_over = self.shares.lease_due(self, now, free) if free > 0 else ([], False)
+        claimed = self.kind.load(ids, now + self.outbox.lease) if ids else []
         db.session.commit()
         if ids and not self.mine:
             self.lease_expires = now + self.outbox.lease
         self.mine.update(ids)
-        self.turn_committed(done)
-        self.committed(attempts, statuses)
+        if hasattr(self.kind, "committed"):
+            self.kind.committed(done, statuses)
         self.reports.extend(AttemptReport(row.id, statuses[row.id], outcome)
                             for row, _, outcome in attempts if outcome is not None)
         # held rows no longer ours (lease lapsed, or the kind's own reason) are dropped
@@ -246,10 +290,10 @@ class Drain(ABC):
         table = self.outbox.model.__table__
         now = self.outbox.now()
         rows = [{"b_id": row.id, "b_token": self.token, "status": self.outbox.retry,
-                 "next_attempt_at": outcome.until, **self.deferred_columns(outcome), "lease_token": None,
+                 "next_attempt_at": outcome.until, **self.circuits.deferred_columns(outcome), "lease_token": None,
                  "lease_expires_at": None, "updated_at": now} for row, _, outcome in deferred]
         for row, _, _ in deferred:
-            key = self.circuit_of(row)
+            key = self.circuits.circuit_of(row)
             OUTBOX_DEFERRED.labels(key.split(" ", 1)[0] if key else "none").inc()
         for columns in {tuple(sorted(row)) for row in rows}:  # one statement per set of columns
             group = [row for row in rows if tuple(sorted(row)) == columns]
@@ -259,10 +303,9 @@ class Drain(ABC):
                 group,
             )
 
-    def record(self, done: list[Sent]) -> dict[str, str]:
-        """Record finished attempts in the current transaction (the turn commits); returns each attempted
-        row's new status. Each row moves on by its answer and the retry schedule, still under this drain's
-        lease; rows not attempted are released. Kinds that record more extend this."""
+    def _record(self, done: list[Sent]) -> dict[str, str]:
+        """Record finished attempts in the turn's transaction: each attempted row moves on by its answer and the
+        retry schedule, still under this drain's lease; rows not attempted are released. Returns the new statuses."""
         outbox, now = self.outbox, self.outbox.now()
         table = outbox.model.__table__
         statuses: dict[str, str] = {}
@@ -271,7 +314,7 @@ class Drain(ABC):
             if outcome is None:
                 unsent.append(row.id)
                 continue
-            verdict, columns = self.answer(row, outcome, now)
+            verdict, columns = self.kind.answer(row, outcome, now)
             following = None
             if verdict == SUCCEEDED:
                 status = outbox.succeeded
@@ -299,23 +342,23 @@ class Drain(ABC):
         return statuses
 
     def _start(self, row: Claimed) -> None:
-        group = self.group_of(row)
+        group = self.shares.group_of(row)
         self.in_flight[group] = self.in_flight.get(group, 0) + 1
         future = self.senders.submit(self._send, row)
         future.add_done_callback(self.finished.put)
 
     def _send(self, row: Claimed) -> Sent:
         """Send one row unless its transport is down (then it is deferred to the next probe)."""
-        key = self.circuit_of(row)
+        key = self.circuits.circuit_of(row)
         if key is None:
-            return (row, *self.send(row))
+            return (row, *self._attempt(row))
         circuit = circuits.of(key)
         admitted, until = circuit.admit(self.outbox.now)
         if admitted == DEFER:
             return row, self.outbox.now(), Deferred(until, circuit.error)
         try:
-            attempted_at, outcome = self.send(row)
-            error = None if outcome is None else self.transport_failure(outcome)
+            attempted_at, outcome = self._attempt(row)
+            error = None if outcome is None else self.circuits.transport_failure(outcome)
             if error is not None:
                 until, found_down = circuit.down(self.outbox.now(), error, probe_interval(*self.probe_seconds))
                 return row, attempted_at, Deferred(until, error, found_down)
@@ -325,6 +368,14 @@ class Drain(ABC):
         finally:
             if admitted == PROBE:
                 circuit.probe_ended()
+
+    def _attempt(self, row: Claimed) -> tuple[datetime, Any]:
+        """The kind's send, unless the lease could lapse before it ends (`lease_needed`): then not started."""
+        if self.lease_needed is not None:
+            now = self.outbox.now()
+            if self.lease_expires - now < self.lease_needed:
+                return now, None
+        return self.kind.send(row)
 
     def _collect(self, timeout: float | None) -> list[Sent]:
         """Wait for one attempt to finish (or the poll timeout), then take every other finished one."""
@@ -337,7 +388,7 @@ class Drain(ABC):
             pass
         done = [future.result() for future in futures]
         for row, _, _ in done:
-            group = self.group_of(row)
+            group = self.shares.group_of(row)
             self.in_flight[group] -= 1
             if not self.in_flight[group]:
                 del self.in_flight[group]

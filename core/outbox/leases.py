@@ -1,10 +1,5 @@
-"""The rows of an outbox: which are due, leasing them to one worker, counting them for the sweep, and the commits
-of the engine.
-
-A row is due when its status is still sendable, its next attempt has come and no live lease holds it. A lease is
-a conditional UPDATE: only one worker owns a due row at a time, and a killed worker's lease lapses so the sweep
-can hand the row to another.
-"""
+"""The rows of an outbox: which are due, leasing them to one worker (a conditional UPDATE; a killed worker's lease
+lapses), counting them for the sweep, and the commits of the engine."""
 
 from __future__ import annotations
 
@@ -17,6 +12,7 @@ from sqlalchemy import func, or_, select, text, update
 
 from core.db import db
 from core.outbox.schedule import RetrySchedule
+from core.outbox.wakeup import DrainSignal
 
 # The count runs in workers' maintenance too, outside any job timeout: never wait long for a lock.
 LOCK_TIMEOUT = "5s"
@@ -24,8 +20,8 @@ LOCK_TIMEOUT = "5s"
 
 @dataclass(frozen=True)
 class Outbox:
-    """One outbox table and its rules. `model` has the columns `id`, `status`, `attempts`, `next_attempt_at`,
-    `lease_token`, `lease_expires_at` and `updated_at`."""
+    """One outbox table and its rules. `model` has the columns `id`, `status`, `attempts`, `next_attempt_at` and
+    `updated_at`, and the lease columns (core/outbox/columns.py `LeaseColumns`)."""
 
     model: type
     sendable: tuple[str, ...]  # statuses a worker may still send
@@ -51,12 +47,8 @@ class Claim:
 
 
 def without_waiting_for_disk() -> None:
-    """Let this transaction's commit return before its WAL record is flushed (PostgreSQL only).
-
-    Safe for claims and attempt records: if the database crashes and forgets the last moments of them, the row
-    is simply attempted again (at-least-once), and the outbox rows themselves were committed durably by the
-    transaction of the change that wrote them.
-    """
+    """Let this transaction's commit return before its WAL record is flushed (PostgreSQL only): a crash can only
+    cause one more attempt of a row."""
     if db.session.get_bind().dialect.name == "postgresql":
         db.session.execute(text("SET LOCAL synchronous_commit TO OFF"))
 
@@ -71,13 +63,8 @@ def claim(outbox: Outbox, now: datetime, limit: int) -> Claim:
 
 
 def lease(outbox: Outbox, now: datetime, limit: int, token: str) -> list[str]:
-    """Lease up to `limit` due rows, oldest first, in the current transaction; returns their ids.
-
-    The batch is picked once, in a materialised CTE, and the UPDATE joins it: written as
-    `id IN (SELECT … LIMIT n FOR UPDATE SKIP LOCKED)`, PostgreSQL may plan a nested loop that re-runs the
-    subquery for every row scanned, each run skipping what the previous ones had just leased, and so lease
-    the whole backlog under one token.
-    """
+    """Lease up to `limit` due rows, oldest first, in the current transaction; returns their ids. The batch is picked
+    once, in a materialised CTE (docs/architecture.md says why)."""
     model = outbox.model
     picked = (
         select(model.id)
@@ -105,10 +92,11 @@ def count_due(outbox: Outbox) -> int:
     return count
 
 
-def sweep(outbox: Outbox, signal: Callable[[], object]) -> int:
-    """Wake a worker (`signal`) when rows are due and unclaimed (retries coming due, jobs lost with Redis, leases
-    of a worker that died); returns how many are due. An extra wake-up is harmless: rows are leased."""
+def sweep(outbox: Outbox, drain_signal: DrainSignal) -> int:
+    """Wake a worker when rows are due and unclaimed (retries coming due, jobs lost with Redis, leases of a worker
+    that died), even if a stale flag says a drain is queued; returns how many are due. An extra wake-up is
+    harmless: rows are leased."""
     due = count_due(outbox)
     if due:
-        signal()
+        drain_signal.signal(check_queue=True)
     return due

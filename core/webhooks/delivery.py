@@ -1,11 +1,5 @@
-"""Webhook delivery attempts: what the outbox engine (core/outbox) needs to know of webhooks.
-
-A claimed delivery is its event's body, signed and POSTed to the endpoint's target outside any transaction; a
-2xx is delivered, anything else a failure that moves the delivery along the retry schedule and counts towards
-the endpoint's consecutive failures. A receiver that refuses connections is down for all of its deliveries: its
-circuit opens and they wait for the next probe, their attempts untouched (core/outbox/circuit.py). Each attempt
-is recorded in `webhook_attempts` with the delivery. The claim, the pipeline of sender threads and the sweep
-are core/outbox's.
+"""The webhook outbox kind (`DeliveryKind`): a delivery is its event's body, signed and POSTed to the endpoint;
+a 2xx is delivered, anything else a failure that counts towards the endpoint's disable threshold (docs/webhooks.md).
 """
 
 from __future__ import annotations
@@ -25,15 +19,15 @@ from core.models import Event, new_id
 from core.models.webhooks import SENDABLE_STATUSES, WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from core.outbox.circuit import Deferred
 from core.outbox.drain import SUCCEEDED, TEMPORARY, Drain, DrainResult, Sent
-from core.outbox.leases import Outbox, claim
+from core.outbox.leases import Outbox
 from core.webhooks.endpoints import disable_endpoint_after_failures, signing_secret, target_url
 from core.webhooks.runtime import SENDER_THREADS, runtime
 from core.webhooks.schedule import DISABLE_AFTER_CONSECUTIVE_FAILURES, SCHEDULE
 from core.webhooks.signing import delivery_headers
 from core.webhooks.transport import DEADLINE_SECONDS, AttemptOutcome
 
-# What `claim_due` leases at most by default. A drain holds up to two per sender slot (one being sent, one
-# queued behind it) and leases only what it can start.
+# What one claim leases at most. A drain holds up to two per sender slot (one being sent, one queued behind it)
+# and leases only what it can start.
 CLAIM_BATCH = SENDER_THREADS
 # The lease outlasts a claimed attempt's wait behind 10 s attempts plus its own 10 s, many times over.
 LEASE = timedelta(seconds=DEADLINE_SECONDS * (CLAIM_BATCH + 4))
@@ -64,12 +58,6 @@ class PreparedAttempt:
     event_type: str
     institution_id: str
     event_occurred_at: datetime  # when the event was committed (delivery latency is counted from it)
-
-
-def claim_due(now: datetime, limit: int = CLAIM_BATCH) -> tuple[str, list[str]]:
-    """Lease up to `limit` due, unclaimed deliveries (oldest first) and commit; returns (lease token, ids)."""
-    claimed = claim(DELIVERIES, now, limit)
-    return claimed.token, claimed.ids
 
 
 @dataclass(frozen=True)
@@ -103,20 +91,15 @@ def _masked(outcome: AttemptOutcome, attempt: PreparedAttempt) -> AttemptOutcome
     return replace(outcome, error=outcome.error.replace(query, urlsplit(attempt.shown_url).query))
 
 
-class _DeliveryDrain(Drain):
-    """One drain of the webhook outbox.
+class DeliveryKind:
+    """Webhook deliveries as one drain sees them (an `OutboxKind` with `Circuits`, `Shares` per endpoint and
+    `Records`): an endpoint's attempts run at once only while they cannot take it past its disable threshold."""
 
-    An endpoint's attempts run concurrently only while they cannot take it past the disable threshold even
-    if all of them fail (known failures + attempts in flight); beyond that they are held, checked again
-    (still leased, endpoint still enabled) and go one at a time, so exactly the 20th failure disables it.
-    """
-
-    # While a slow receiver holds some slots, deliveries committed meanwhile wait for this poll of the running
-    # drain (the job they queue waits behind it): short, so another institution's lag stays near its lag alone.
+    outbox = DELIVERIES
+    # Deliveries committed while a slow receiver holds some slots wait for this poll of the running drain.
     poll_seconds = 0.1
 
-    def __init__(self, on_backlog):
-        super().__init__(DELIVERIES, runtime.senders(), capacity=2 * SENDER_THREADS, on_backlog=on_backlog)
+    def __init__(self):
         self.transport = runtime.transport()
         self.targets = _Targets()
         self.failures: dict[str, int] = {}  # per endpoint, as last read or recorded
@@ -183,9 +166,7 @@ class _DeliveryDrain(Drain):
         return {"last_error_class": "connection"}
 
     def found_down(self, attempts: list[PreparedAttempt]) -> None:
-        """The receiver was found down (the circuit opened, or a probe failed): one failure of the endpoint
-        each, so an endpoint down for good is still disabled at the threshold (about 20 probes, 5–10 minutes),
-        while its deliveries keep their attempts."""
+        """The receiver was found down (circuit opened, or a failed probe): one failure of the endpoint each."""
         endpoints = WebhookEndpoint.__table__
         for attempt in attempts:
             total = self.failures[attempt.endpoint_id] = db.session.execute(
@@ -199,37 +180,35 @@ class _DeliveryDrain(Drain):
     def group_of(self, attempt: PreparedAttempt) -> str:
         return attempt.endpoint_id
 
-    def lease_due(self, now: datetime, limit: int) -> list[str]:
-        """Lease due deliveries fairly across endpoints: each endpoint's oldest first, one endpoint after
-        another (its oldest, then every endpoint's second oldest …), none beyond ENDPOINT_SLOTS of this drain
+    def lease_due(self, drain: Drain, now: datetime, limit: int) -> tuple[list[str], bool]:
+        """Lease due deliveries fairly across endpoints (`lease_fairly`), none beyond ENDPOINT_SLOTS of this drain
         (counting those it already sends or holds)."""
-        taken: dict[str, int] = dict(self.in_flight)
-        for held in self.held:
+        taken: dict[str, int] = dict(drain.in_flight)
+        for held in drain.held:
             taken[held.endpoint_id] = taken.get(held.endpoint_id, 0) + 1
-        leased = lease_fairly(now, limit, self.token, taken)
+        leased = lease_fairly(now, limit, drain.token, taken)
         for _, endpoint_id in leased:
             taken[endpoint_id] = taken.get(endpoint_id, 0) + 1
         # an endpoint whose share is now taken may have more due: claim again as soon as a slot frees
-        self.passed_over = len(leased) < limit and any(count >= ENDPOINT_SLOTS for count in taken.values())
-        return [delivery_id for delivery_id, _ in leased]
+        passed_over = len(leased) < limit and any(count >= ENDPOINT_SLOTS for count in taken.values())
+        return [delivery_id for delivery_id, _ in leased], passed_over
 
-    def may_start(self, attempt: PreparedAttempt) -> bool:
+    def may_start(self, drain: Drain, attempt: PreparedAttempt) -> bool:
         known = self.failures.get(attempt.endpoint_id, 0)
-        in_flight = self.in_flight.get(attempt.endpoint_id, 0)
+        in_flight = drain.in_flight.get(attempt.endpoint_id, 0)
         return (in_flight < ENDPOINT_SLOTS and known + in_flight < DISABLE_AFTER_CONSECUTIVE_FAILURES
-                and not any(held.endpoint_id == attempt.endpoint_id for held in self.held))
+                and not any(held.endpoint_id == attempt.endpoint_id for held in drain.held))
 
-    def resumable(self) -> list[PreparedAttempt]:
-        """Held attempts that may start now, oldest first per endpoint, while their endpoint has a free slot.
-        With nothing in flight for its endpoint, an endpoint's oldest held attempt is always checked again (the
-        check decides)."""
+    def resumable(self, drain: Drain) -> list[PreparedAttempt]:
+        """Held attempts that may start now, oldest first per endpoint, while their endpoint has a free slot (an
+        endpoint's oldest held attempt is always checked again when nothing of it is in flight)."""
         ready: list[PreparedAttempt] = []
         blocked: set[str] = set()
-        for attempt in self.held:
+        for attempt in drain.held:
             endpoint = attempt.endpoint_id
             if endpoint in blocked:
                 continue
-            in_flight = self.in_flight.get(endpoint, 0) + sum(1 for other in ready if other.endpoint_id == endpoint)
+            in_flight = drain.in_flight.get(endpoint, 0) + sum(1 for other in ready if other.endpoint_id == endpoint)
             if in_flight < ENDPOINT_SLOTS and (
                     not in_flight or self.failures.get(endpoint, 0) + in_flight < DISABLE_AFTER_CONSECUTIVE_FAILURES):
                 ready.append(attempt)
@@ -237,28 +216,24 @@ class _DeliveryDrain(Drain):
                 blocked.add(endpoint)  # its later attempts wait their turn
         return ready
 
-    def still_ours(self, attempts: list[PreparedAttempt]) -> set[str]:
-        """Ids of those whose lease is still held and whose endpoint is still enabled (another worker may have
-        disabled it since they were claimed)."""
+    def still_ours(self, drain: Drain, attempts: list[PreparedAttempt]) -> set[str]:
+        """Ids of those still leased by `drain` whose endpoint is still enabled (another worker may disable it)."""
         return set(db.session.scalars(
             select(WebhookDelivery.id)
             .join(WebhookEndpoint, WebhookEndpoint.id == WebhookDelivery.endpoint_id)
             .where(WebhookDelivery.id.in_([a.id for a in attempts]),
-                   WebhookDelivery.lease_token == self.token,
+                   WebhookDelivery.lease_token == drain.token,
                    WebhookEndpoint.enabled.is_(True))
         ))
 
-    def record(self, sent: list[Sent]) -> dict[str, str]:
-        """Record attempts (in the order they completed): each one's `webhook_attempts` row, the delivery's new
-        status (delivered, retry_scheduled or dead), and each endpoint's consecutive failures, updated
-        atomically (reset by a success, then counting the failures after it); at the threshold the endpoint is
-        disabled, which marks its unsent deliveries `endpoint_disabled`."""
+    def record(self, sent: list[Sent], statuses: dict[str, str]) -> None:
+        """Each attempt's `webhook_attempts` row, and each endpoint's consecutive failures (reset by a success,
+        then counting the failures after it); at the threshold the endpoint is disabled."""
         now = runtime.clock.now()
         connection = db.session.connection()
         endpoints = WebhookEndpoint.__table__
         connection.execute(insert(WebhookAttempt.__table__),
                            [attempt_row(attempt, attempted_at, outcome) for attempt, attempted_at, outcome in sent])
-        statuses = super().record(sent)
 
         tail_failures: dict[str, int] = {}  # per endpoint: failures after its last success in this batch
         succeeded: set[str] = set()
@@ -284,12 +259,13 @@ class _DeliveryDrain(Drain):
                 for attempt, _, _ in sent:
                     if attempt.endpoint_id == endpoint_id and statuses[attempt.id] == "retry_scheduled":
                         statuses[attempt.id] = "endpoint_disabled"
-        return statuses
 
-    def committed(self, sent: list[Sent], statuses: dict[str, str]) -> None:
-        """Metrics of committed attempts."""
+    def committed(self, finished: list[Sent], statuses: dict[str, str]) -> None:
+        """Metrics of the committed attempts."""
         now = runtime.clock.now()
-        for attempt, _, outcome in sent:
+        for attempt, _, outcome in finished:
+            if attempt.id not in statuses:
+                continue  # deferred: not an attempt
             WEBHOOK_ATTEMPTS.labels(statuses[attempt.id], outcome.error_class or "none").inc()
             if outcome.delivered:
                 WEBHOOK_DELIVERY_LATENCY.observe(max(0.0, (now - attempt.event_occurred_at).total_seconds()))
@@ -297,10 +273,10 @@ class _DeliveryDrain(Drain):
 
 def drain_due_deliveries(time_budget: float = DRAIN_TIME_BUDGET,
                          on_backlog: Callable[[], None] | None = None) -> DrainResult:
-    """Attempt due deliveries, every sender slot taking the next one as soon as it is free, until none is
-    due or the time budget is spent. `on_backlog` is called (once) when more is due than this drain can
-    start at once."""
-    return _DeliveryDrain(on_backlog).run(time_budget)
+    """Attempt due deliveries until none is due or the time budget is spent; `on_backlog` is called (once) when
+    more is due than this drain can start at once."""
+    drain = Drain(DeliveryKind(), runtime.senders(), capacity=2 * SENDER_THREADS, on_backlog=on_backlog)
+    return drain.run(time_budget)
 
 
 def lease_fairly(now: datetime, limit: int, token: str, taken: dict[str, int]) -> list[tuple[str, str]]:

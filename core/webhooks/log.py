@@ -15,7 +15,7 @@ from core.models.webhooks import DELIVERY_STATUSES, WebhookAttempt, WebhookDeliv
 from core.paging import KeysetPage
 from core.scoping import InstitutionScope
 from core.webhooks.endpoints import require_endpoint
-from core.webhooks.outbox import drain_after_commit
+from core.webhooks.outbox import drain_signal
 from core.webhooks.runtime import runtime
 
 MAX_LOG_LIMIT = 200
@@ -112,7 +112,7 @@ def _make_due(delivery: WebhookDelivery) -> None:
     delivery.status = "pending"
     delivery.next_attempt_at = now
     delivery.lease_token = delivery.lease_expires_at = None
-    drain_after_commit()
+    drain_signal.after_commit()
 
 
 def send_test_ping(scope: InstitutionScope) -> WebhookDelivery:

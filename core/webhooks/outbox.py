@@ -1,16 +1,6 @@
-"""The outbox: delivery rows written in the caller's transaction, a worker woken only after it commits.
-
-The database is the queue and the source of truth; RQ jobs are wake-up calls. After a commit that made
-deliveries due, one drain job is queued unless one is already waiting (a short-lived Redis flag), and the
-drain attempts every due delivery. A drain that finds a backlog (more due than its free sender slots)
-queues one more drain, which an idle worker picks up and which does the same, so every worker with free
-capacity joins in. If queueing fails (Redis down) or the job is lost, the periodic sweep
-finds the due deliveries in the database and wakes a worker again.
-"""
+"""The webhook outbox: delivery rows written in the caller's transaction, and the drain's wake-up after it commits."""
 
 from __future__ import annotations
-
-from functools import partial
 
 from sqlalchemy import event as sa_event
 from sqlalchemy.orm import Session
@@ -18,7 +8,7 @@ from sqlalchemy.orm import Session
 from core.db import db
 from core.models import Event, new_id
 from core.models.webhooks import WebhookDelivery
-from core.queue import DrainSignal
+from core.outbox.wakeup import DrainSignal
 from core.scoping import InstitutionScope
 from core.webhooks.endpoints import TEST_EVENT_TYPE, get_endpoint
 from core.webhooks.runtime import runtime
@@ -26,6 +16,9 @@ from core.webhooks.runtime import runtime
 DRAIN_JOB = "jobs.deliveries.drain"
 QUEUE_NAME = "webhooks"
 _ENDPOINTS = "karibu_webhooks_endpoints"
+
+# Wakes the delivery drain (jobs/deliveries.py) after the commit that made deliveries due.
+drain_signal = DrainSignal("webhooks", QUEUE_NAME, DRAIN_JOB)
 
 
 def add_delivery_for(event: Event) -> WebhookDelivery | None:
@@ -59,7 +52,7 @@ def add_delivery_for(event: Event) -> WebhookDelivery | None:
     )
     db.session.add(delivery)
     if endpoint.enabled:
-        drain_after_commit()
+        drain_signal.after_commit()
     return delivery
 
 
@@ -70,15 +63,6 @@ def _endpoint_in_this_transaction(institution_id: str):
         with db.session.no_autoflush:
             cache[institution_id] = get_endpoint(InstitutionScope(institution_id))
     return cache[institution_id]
-
-
-# Wake-ups of the delivery drain (jobs/deliveries.py), after the commit that made deliveries due.
-_drain = DrainSignal("webhooks", QUEUE_NAME, DRAIN_JOB)
-drain_after_commit = _drain.after_commit
-signal_drain = _drain.signal
-signal_from_sweep = partial(_drain.signal, check_queue=True)  # a stale flag does not stop it
-wake_another_drain = _drain.signal_quietly
-drain_started = _drain.started
 
 
 @sa_event.listens_for(Session, "after_commit")

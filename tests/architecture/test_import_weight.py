@@ -21,7 +21,7 @@ LOADED_ON_FIRST_USE = {
     "alembic": "flask db commands",
     "jwt": "the first identity token",
     "babel.messages": "compiling a changed catalogue",
-    "jobs.sweeps": "the worker command",
+    "jobs.upkeep": "the worker command",
     "zipstream": "the first document bundle or data-subject export",
     "isal": "the first document bundle",
     "devtools.seed": "seed-demo",

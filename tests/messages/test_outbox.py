@@ -143,14 +143,15 @@ def test_temporary_failures_give_up_after_about_a_day(mail_app, smtp, factory, c
 
 
 def test_two_drains_never_send_one_message_twice(mail_app, smtp, factory):
-    from core.messages.delivery import claim_due
+    from core.messages.delivery import MESSAGES
     from core.messages.runtime import runtime
+    from core.outbox.leases import claim
     _, key, applications = _setup(factory, applications=4)
     send_decisions(mail_app.test_client(), key, [a.id for a in applications])
     with mail_app.app_context():
-        _, _, first = claim_due(runtime.clock.now(), limit=2)
-        _, _, second = claim_due(runtime.clock.now(), limit=10)
-        _, _, third = claim_due(runtime.clock.now(), limit=10)
+        first = claim(MESSAGES, runtime.clock.now(), 2).ids
+        second = claim(MESSAGES, runtime.clock.now(), 10).ids
+        third = claim(MESSAGES, runtime.clock.now(), 10).ids
     assert len(first) == 2 and len(second) == 2 and third == []
     assert not set(first) & set(second)
 
@@ -188,12 +189,13 @@ def test_the_sweep_wakes_a_worker_for_messages_whose_job_was_lost(mail_app, smtp
 
 
 def test_a_worker_that_died_mid_batch_leaves_its_claim_to_lapse(mail_app, smtp, factory, clock):
-    from core.messages.delivery import LEASE, claim_due
+    from core.messages.delivery import LEASE, MESSAGES
     from core.messages.runtime import runtime
+    from core.outbox.leases import claim
     _, key, [application] = _setup(factory)
     send_decisions(mail_app.test_client(), key, [application.id])
     with mail_app.app_context():
-        _, _, [claimed] = claim_due(runtime.clock.now())  # ...and the worker is killed before sending
+        [claimed] = claim(MESSAGES, runtime.clock.now(), 50).ids  # ...and the worker is killed before sending
     drain_now(mail_app)
     assert smtp.received == []  # the lease is still held: nobody else may send it
     clock.advance(LEASE + timedelta(seconds=1))

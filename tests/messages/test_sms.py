@@ -66,8 +66,8 @@ def test_a_local_number_is_failed_without_calling_the_gateway(sms_app, smtp, gat
 
 
 def test_a_number_the_gateway_refuses_is_failed_with_its_answer(sms_app, smtp, gateway, factory, monkeypatch):
-    from core.messages import outbox
-    monkeypatch.setattr(outbox, "valid_international_phone", lambda number: True)  # let it reach the gateway
+    from core.messages import composition
+    monkeypatch.setattr(composition, "valid_international_phone", lambda number: True)  # let it reach the gateway
     _decide(factory, sms_app, "+12")
     drain_now(sms_app)
     sms = {m.channel: m for m in all_messages(sms_app)}["sms"]

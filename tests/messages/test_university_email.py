@@ -21,8 +21,8 @@ from core.db import db
 from core.errors import InvalidInput, NotFound
 from core.institutions.identity import set_logo, update_identity
 from core.messages.log import resend_message, set_default_language
-from core.messages import outbox
-from core.messages.outbox import preview_decision_email
+from core.messages import composition
+from core.messages.composition import preview_decision_email
 from core.messages.private_links import LINK_SLOT
 from core.messages.render import render_email
 from core.models.messages import Message
@@ -179,7 +179,7 @@ def test_a_bulk_send_renders_once_per_language_and_fills_in_each_applicant(brand
     def counted(template, language, context, **options):
         renders.append((template, language))
         return render_email(template, language, context, **options)
-    monkeypatch.setattr(outbox, "render_email", counted)
+    monkeypatch.setattr(composition, "render_email", counted)
     institution, key, program, cycle, _ = _university(factory, branded)
     names = ["Aline", "Brian", "Chantal", "Daudi", "Esther"]
     applications = [factory.application(institution, program=program, cycle=cycle, first_name=name,

@@ -9,7 +9,8 @@ from sqlalchemy import func, insert, select, text
 from core.db import db
 from core.models import Event, new_id
 from core.models.webhooks import WebhookDelivery, WebhookEndpoint
-from core.webhooks.delivery import CLAIM_BATCH, claim_due
+from core.outbox.leases import claim
+from core.webhooks.delivery import CLAIM_BATCH, DELIVERIES
 from tests.webhooks.test_webhook_engine import configure
 
 DELIVERED_ROWS = 3000
@@ -71,7 +72,8 @@ def test_a_claim_leases_one_batch_of_a_large_backlog(engine, factory, receiver, 
     seen: set[str] = set()
     for _ in range(8):  # past psycopg's prepare threshold, so generic plans are used too
         with engine.app_context():
-            token, ids = claim_due(clock.now())
+            claimed = claim(DELIVERIES, clock.now(), CLAIM_BATCH)
+            token, ids = claimed.token, claimed.ids
         assert len(ids) == CLAIM_BATCH
         assert leased_by(engine, token) == CLAIM_BATCH  # nothing leased beyond what the claim returned
         assert not seen & set(ids)  # a later claim skips what is leased

@@ -16,7 +16,8 @@ from core.db import db
 from core.models import Application, Decision, Event, Payment, utcnow
 from core.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from core.scoping import InstitutionScope
-from core.webhooks.delivery import LEASE, claim_due, drain_due_deliveries
+from core.outbox.leases import claim
+from core.webhooks.delivery import CLAIM_BATCH, DELIVERIES, LEASE, drain_due_deliveries
 from core.webhooks.endpoints import enable_endpoint, get_endpoint, rotate_secret, save_endpoint
 from core.webhooks.log import (
     get_delivery_with_attempts, list_deliveries, recover_since, redeliver, send_test_ping,
@@ -433,9 +434,8 @@ def test_a_claimed_delivery_is_not_sent_twice(engine, factory, receiver, clock):
     emit(engine, "webhook.test", institution)
     [delivery] = deliveries(engine, institution)
     with engine.app_context():
-        _, claimed = claim_due(clock.now())
-        assert claimed == [delivery.id]
-        assert claim_due(clock.now())[1] == []  # no second lease while the first holds
+        assert claim(DELIVERIES, clock.now(), CLAIM_BATCH).ids == [delivery.id]
+        assert claim(DELIVERIES, clock.now(), CLAIM_BATCH).ids == []  # no second lease while the first holds
         assert drain_due_deliveries().attempts == []  # another worker holds the lease
         clock.advance(LEASE + timedelta(seconds=1))
         [report] = drain_due_deliveries().attempts  # a lapsed lease can be taken over

@@ -13,7 +13,7 @@ from rq.registry import ScheduledJobRegistry
 
 from core.db import redis_connection
 from core.webhooks.sweep import sweep_due_deliveries
-from jobs import sweeps
+from jobs import upkeep
 from tests.conftest import REDIS_URL
 from tests.webhooks.conftest import own_redis, run_worker, wait_until  # noqa: F401
 from tests.webhooks.test_webhook_engine import configure, deliveries, emit
@@ -89,14 +89,14 @@ def test_two_workers_draining_at_once_send_each_event_once(engine, factory, rece
 def test_one_sweep_chain_is_scheduled_and_comes_back_after_a_flush(engine, redis_client):
     with engine.app_context():
         connection = redis_connection()
-        assert sweeps.ensure_sweep_scheduled() is True
-        assert sweeps.ensure_sweep_scheduled() is False
+        assert upkeep.ensure_sweep_scheduled() is True
+        assert upkeep.ensure_sweep_scheduled() is False
         registry = ScheduledJobRegistry("webhooks", connection=connection)
         [scheduled] = registry.get_job_ids()
-        assert redis_client.get(sweeps.CHAIN_KEY).decode() == scheduled
+        assert redis_client.get(upkeep.CHAIN_KEY).decode() == scheduled
 
         redis_client.flushdb()
-        assert sweeps.ensure_sweep_scheduled() is True
+        assert upkeep.ensure_sweep_scheduled() is True
         assert len(registry.get_job_ids()) == 1
 
 
@@ -107,19 +107,19 @@ def test_a_sweep_renews_its_chain_and_a_stale_chain_stops(engine, factory, recei
     redis_client.flushdb()
     with engine.app_context():
         connection = redis_connection()
-        stale = Queue("webhooks", connection=connection).enqueue("jobs.sweeps.sweep")
-        redis_client.set(sweeps.CHAIN_KEY, "another-chain")
+        stale = Queue("webhooks", connection=connection).enqueue("jobs.upkeep.sweep")
+        redis_client.set(upkeep.CHAIN_KEY, "another-chain")
     run_worker(engine)  # the stale sweep does nothing
     assert deliveries(engine, institution)[0].status == "pending"
-    assert redis_client.get(sweeps.CHAIN_KEY) == b"another-chain"
+    assert redis_client.get(upkeep.CHAIN_KEY) == b"another-chain"
 
     with engine.app_context():
-        redis_client.set(sweeps.CHAIN_KEY, stale.id)
-        Queue("webhooks", connection=connection).enqueue("jobs.sweeps.sweep", job_id=stale.id)
+        redis_client.set(upkeep.CHAIN_KEY, stale.id)
+        Queue("webhooks", connection=connection).enqueue("jobs.upkeep.sweep", job_id=stale.id)
     run_worker(engine)  # the live sweep queues the lost delivery and schedules its successor
     run_worker(engine)
     assert deliveries(engine, institution)[0].status == "delivered"
     with engine.app_context():
         [following] = ScheduledJobRegistry("webhooks", connection=connection).get_job_ids()
-    assert redis_client.get(sweeps.CHAIN_KEY).decode() == following != stale.id
+    assert redis_client.get(upkeep.CHAIN_KEY).decode() == following != stale.id
 

@@ -13,7 +13,7 @@ from sqlalchemy import create_engine, text
 
 from core.config import normalise_database_url
 from core.db import redis_connection
-from jobs import sweeps
+from jobs import upkeep
 from tests.conftest import TEST_DB
 from tests.webhooks.conftest import run_worker, wait_until
 from tests.webhooks.test_webhook_engine import configure, deliveries, emit
@@ -22,15 +22,15 @@ from tests.webhooks.test_webhook_recovery import start_worker
 
 def scheduled_sweeps(app) -> list[str]:
     with app.app_context():
-        return ScheduledJobRegistry(sweeps.SWEEP_QUEUE, connection=redis_connection()).get_job_ids()
+        return ScheduledJobRegistry(upkeep.SWEEP_QUEUE, connection=redis_connection()).get_job_ids()
 
 
 def run_scheduled_sweep(app, job_id: str) -> None:
     """Do what RQ's scheduler does when the sweep comes due: move it to its queue."""
     with app.app_context():
         connection = redis_connection()
-        ScheduledJobRegistry(sweeps.SWEEP_QUEUE, connection=connection).remove(job_id)
-        Queue(sweeps.SWEEP_QUEUE, connection=connection).enqueue_job(Job.fetch(job_id, connection=connection))
+        ScheduledJobRegistry(upkeep.SWEEP_QUEUE, connection=connection).remove(job_id)
+        Queue(upkeep.SWEEP_QUEUE, connection=connection).enqueue_job(Job.fetch(job_id, connection=connection))
     run_worker(app)
 
 
@@ -40,20 +40,20 @@ def test_a_failed_sweep_does_not_stop_the_next_one(engine, factory, receiver, re
     emit(engine, "webhook.test", institution)
     redis_client.flushdb()  # the delivery's job is lost: only a sweep can find it
     with engine.app_context():
-        assert sweeps.ensure_sweep_scheduled() is True
+        assert upkeep.ensure_sweep_scheduled() is True
     [first] = scheduled_sweeps(engine)
 
     def database_unavailable():
         raise RuntimeError("database unavailable")
 
-    working_sweep = sweeps.sweep_due_deliveries
-    monkeypatch.setattr(sweeps, "sweep_due_deliveries", database_unavailable)
+    working_sweep = upkeep.sweep_due_deliveries
+    monkeypatch.setattr(upkeep, "sweep_due_deliveries", database_unavailable)
     run_scheduled_sweep(engine, first)
     with engine.app_context():
         assert Job.fetch(first, connection=redis_connection()).get_status() == JobStatus.FAILED
     assert deliveries(engine, institution)[0].status == "pending"
 
-    monkeypatch.setattr(sweeps, "sweep_due_deliveries", working_sweep)
+    monkeypatch.setattr(upkeep, "sweep_due_deliveries", working_sweep)
     [following] = scheduled_sweeps(engine)  # the failed sweep had scheduled its successor
     run_scheduled_sweep(engine, following)
     run_worker(engine)  # the drain the sweep queued
@@ -63,15 +63,15 @@ def test_a_failed_sweep_does_not_stop_the_next_one(engine, factory, receiver, re
 def test_a_chain_ending_in_a_failed_job_is_started_again(engine, redis_client):
     """A failed job is kept for an hour: its existence must not count as a live chain."""
     with engine.app_context():
-        failing = Queue(sweeps.SWEEP_QUEUE, connection=redis_connection()).enqueue("jobs.sweeps.no_such_job")
-        redis_client.set(sweeps.CHAIN_KEY, failing.id)
+        failing = Queue(upkeep.SWEEP_QUEUE, connection=redis_connection()).enqueue("jobs.upkeep.no_such_job")
+        redis_client.set(upkeep.CHAIN_KEY, failing.id)
     run_worker(engine)
     with engine.app_context():
         assert Job.fetch(failing.id, connection=redis_connection()).get_status() == JobStatus.FAILED
-        assert sweeps.ensure_sweep_scheduled() is True
+        assert upkeep.ensure_sweep_scheduled() is True
         [scheduled] = scheduled_sweeps(engine)
-        assert redis_client.get(sweeps.CHAIN_KEY).decode() == scheduled
-        assert sweeps.ensure_sweep_scheduled() is False  # the new chain is live
+        assert redis_client.get(upkeep.CHAIN_KEY).decode() == scheduled
+        assert upkeep.ensure_sweep_scheduled() is False  # the new chain is live
 
 
 @pytest.mark.skipif(TEST_DB != "postgres", reason="a lock wait interrupted inside psycopg is PostgreSQL's case")

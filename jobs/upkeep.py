@@ -1,16 +1,5 @@
-"""The periodic webhook sweep, and the worker that keeps it going.
-
-The sweep runs as a self-renewing chain of jobs on RQ's built-in scheduler. Exactly one chain is live: Redis
-remembers the id of the next scheduled sweep, and a sweep whose id is not that one stops its chain. A sweep
-schedules its successor before it looks at the database, so a failing sweep never ends the chain.
-
-The chain is not the only safety net. Every worker, at every maintenance pass, restarts its scheduler if it
-is not running, starts a new chain unless the recorded one is still scheduled, queued or running (a failed
-or expired sweep does not count), and sweeps once itself; maintenance runs at least every
-`WORKER_MAINTENANCE_SECONDS`, because an idle worker waits for jobs only that long. So after Redis loses its
-data, or after every worker was killed, due deliveries are attempted within about one maintenance interval
-of a worker running, even before any scheduler holds its lock again.
-"""
+"""Upkeep: the periodic sweep of both outboxes (and the counters' compaction), a self-renewing chain of jobs on RQ's
+scheduler, and the worker that keeps it and the retention chain alive (docs/webhooks.md, "Reliability")."""
 from __future__ import annotations
 
 import logging
@@ -56,7 +45,7 @@ def sweep() -> int:
 
 
 def schedule_next_sweep(delay: timedelta) -> Job:
-    job = queue(SWEEP_QUEUE).enqueue_in(delay, "jobs.sweeps.sweep", result_ttl=0, failure_ttl=3600)
+    job = queue(SWEEP_QUEUE).enqueue_in(delay, "jobs.upkeep.sweep", result_ttl=0, failure_ttl=3600)
     redis_connection().set(CHAIN_KEY, job.id)
     return job
 
