@@ -1,4 +1,4 @@
-"""Fixtures of the read-side tests: two institutions, each with a live key, programs and a cycle."""
+"""Fixtures of the API tests: two institutions, each with a live key, programs and a cycle."""
 from __future__ import annotations
 
 import csv

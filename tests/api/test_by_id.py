@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from core.models import new_id
-from tests.read_side.conftest import parse_csv
+from tests.api.conftest import parse_csv
 
 BY_ID = "/api/v1/applications/by-id"
 

@@ -6,7 +6,7 @@ from datetime import datetime
 import pytest
 
 from core.applications.records import RECORD_COLUMNS
-from tests.read_side.conftest import parse_csv
+from tests.api.conftest import parse_csv
 
 LIST = "/api/v1/applications"
 

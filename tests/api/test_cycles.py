@@ -5,7 +5,7 @@ from datetime import timedelta
 
 from core.models import utcnow
 from core.applications.records import CYCLE_COLUMNS
-from tests.read_side.conftest import parse_csv, walk
+from tests.api.conftest import parse_csv, walk
 
 CYCLES = "/api/v1/cycles"
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.read_side.conftest import parse_csv
+from tests.api.conftest import parse_csv
 
 
 @pytest.fixture

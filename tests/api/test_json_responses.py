@@ -13,7 +13,7 @@ from flask import current_app, jsonify
 from flask.json.provider import DefaultJSONProvider
 
 from core.timefmt import isoformat_z
-from tests.read_side.conftest import Tenant
+from tests.api.conftest import Tenant
 
 
 @dataclass

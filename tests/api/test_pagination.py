@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from core.models import utcnow
-from tests.read_side.conftest import walk
+from tests.api.conftest import walk
 
 LIST = "/api/v1/applications"
 SEARCH = "/api/v1/applications/search"

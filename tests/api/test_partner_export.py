@@ -15,8 +15,8 @@ from core.models import Application
 from core.privacy.subject_requests import erase
 from core.scoping import InstitutionScope
 from tests.conftest import TEST_DB
-from tests.read_side.conftest import walk
-from tests.read_side.test_export import AWKWARD_NAMES
+from tests.api.conftest import walk
+from tests.applications.test_export import AWKWARD_NAMES
 
 EXPORT = "/api/v1/applications/export"
 LIST = "/api/v1/applications"

@@ -21,7 +21,7 @@ from core.events import emission
 from core.db import db
 from core.scoping import InstitutionScope
 from tests.conftest import auth_header
-from tests.read_side.conftest import make_tenant
+from tests.api.conftest import make_tenant
 
 # Minutes of waiting on an outage or a clock: scheduled first, so parallel test workers finish together.
 pytestmark = pytest.mark.long_running

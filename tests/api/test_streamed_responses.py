@@ -24,7 +24,7 @@ from portal.limiter import limiter
 from tests.conftest import REDIS_URL
 from tests.live_server import base_url, serving
 from tests.operations.processes import Processes, app_environment
-from tests.read_side.conftest import parse_csv
+from tests.api.conftest import parse_csv
 
 LIST = "/api/v1/applications"
 ZIP = "/api/v1/applications/zip"

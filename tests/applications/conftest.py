@@ -1,4 +1,4 @@
-"""Fixtures of the performance levers' tests: a tenant with its API key, a signed-in staff member of the same
+"""Fixtures of the applications' tests: a tenant with its API key, a signed-in staff member of the same
 institution, and the places of a bulkhead taken, as concurrent expensive requests would take them."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from core.applications import bulkheads
 from core.models import AuditLog
 from core.db import db
 from tests.portal.conftest import _fresh_login_counters, portal_as  # noqa: F401 (fixtures)
-from tests.read_side.conftest import api_get, make_tenant, tenant  # noqa: F401 (fixtures)
+from tests.api.conftest import api_get, make_tenant, other_tenant, tenant  # noqa: F401 (fixtures)
 
 APPLICATION_LINK = re.compile(r'href="/applicants/(app_[A-Za-z0-9]+)\?')
 LOAD_MORE = re.compile(r'<tr class="load-more" id="load-more">\s*<td[^>]*>\s*<a [^>]*href="([^"]+)"')

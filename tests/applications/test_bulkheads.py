@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.performance_levers.conftest import audit_rows
+from tests.applications.conftest import audit_rows
 
 SEARCH = "/api/v1/applications/search"
 LIST = "/api/v1/applications"

@@ -19,7 +19,7 @@ from core.applications.listing.query import parse_application_query
 from core.models import Applicant, Application
 from core.applications.records import RECORD_COLUMNS
 from core.scoping import InstitutionScope
-from tests.read_side.conftest import parse_csv
+from tests.api.conftest import parse_csv
 
 LIST = "/api/v1/applications"
 AWKWARD_NAMES = [

@@ -10,8 +10,8 @@ import unicodedata
 
 import pytest
 
-from tests.performance_levers.conftest import portal_ids
-from tests.read_side.conftest import walk
+from tests.applications.conftest import portal_ids
+from tests.api.conftest import walk
 
 SEED = 20261126
 CORPUS_SIZE = 240

@@ -9,7 +9,7 @@ from sqlalchemy import text
 from core.applications.search_text import applicant_search_text
 from core.db import db
 from core.models import Application
-from tests.read_side.conftest import walk
+from tests.api.conftest import walk
 
 
 def copies(app, applicant_id: str) -> dict[str, str]:

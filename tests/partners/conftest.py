@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from tests.live_server import base_url, serving
-from tests.read_side.conftest import make_tenant
+from tests.api.conftest import make_tenant
 
 
 @pytest.fixture(scope="module")
