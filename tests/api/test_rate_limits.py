@@ -8,7 +8,7 @@ import pytest
 
 from core.db import db
 from core.models import Institution
-from tests.foundation.test_auth import oidc  # noqa: F401 (fixture)
+from tests.api.test_auth import oidc  # noqa: F401 (fixture)
 from tests.openapi_check import assert_conforms
 
 _addresses = (f"10.{a}.{b}.{c}" for a, b, c in itertools.product(range(1, 250), repeat=3))

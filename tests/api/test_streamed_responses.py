@@ -23,7 +23,7 @@ from core.scoping import InstitutionScope
 from portal.limiter import limiter
 from tests.conftest import REDIS_URL
 from tests.live_server import base_url, serving
-from tests.operations.processes import Processes, app_environment
+from tests.ops.processes import Processes, app_environment
 from tests.api.conftest import parse_csv
 
 LIST = "/api/v1/applications"

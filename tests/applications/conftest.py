@@ -11,7 +11,7 @@ import pytest
 from core.applications import bulkheads
 from core.models import AuditLog
 from core.db import db
-from tests.portal.conftest import _fresh_login_counters, portal_as  # noqa: F401 (fixtures)
+from tests.portal.conftest import portal_as  # noqa: F401 (fixture)
 from tests.api.conftest import api_get, make_tenant, other_tenant, tenant  # noqa: F401 (fixtures)
 
 APPLICATION_LINK = re.compile(r'href="/applicants/(app_[A-Za-z0-9]+)\?')

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from tests.applications.conftest import audit_rows
+from tests.portal.conftest import _fresh_login_counters  # noqa: F401 (autouse fixture: these tests sign in)
 
 SEARCH = "/api/v1/applications/search"
 LIST = "/api/v1/applications"

@@ -18,7 +18,7 @@ from sqlalchemy import select
 
 from core.db import db
 from core.models import Application, Decision, Event
-from tests.bulk_docs.conftest import make_school
+from tests.api.bulk.conftest import make_school
 from tests.conftest import (
     POSTGRES_ADMIN_URL,
     _create_postgres_database,

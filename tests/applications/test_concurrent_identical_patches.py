@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from core.db import db
 from core.models import Decision, Event
-from tests.bulk_docs.conftest import make_school
+from tests.api.bulk.conftest import make_school
 from tests.factories import Factory
 from tests.live_server import base_url, serving
 

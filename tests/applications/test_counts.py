@@ -12,8 +12,8 @@ from core.applications.counters import compact_counts
 from core.db import db
 from core.models import Application
 from tests.conftest import auth_header
-from tests.event_sources.test_apply import form_fields
-from tests.event_sources.test_payment_callbacks import flutterwave_body, post_flutterwave
+from tests.events.sources.test_apply import form_fields
+from tests.events.sources.test_payment_callbacks import flutterwave_body, post_flutterwave
 
 FLUTTERWAVE_HASH = "flw-dashboard-secret-hash"
 DECISIONS = ("none", "accepted", "waitlisted", "rejected", "deferred")

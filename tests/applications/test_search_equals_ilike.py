@@ -12,6 +12,7 @@ import pytest
 
 from tests.applications.conftest import portal_ids
 from tests.api.conftest import walk
+from tests.portal.conftest import _fresh_login_counters  # noqa: F401 (autouse fixture: these tests sign in)
 
 SEED = 20261126
 CORPUS_SIZE = 240

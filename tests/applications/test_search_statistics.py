@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from tests.conftest import TEST_DB
-from tests.foundation.test_migrations import empty_database, flask_command
+from tests.ops.test_migrations import empty_database, flask_command
 
 pytestmark = pytest.mark.skipif(TEST_DB != "postgres", reason="the short-gram index exists on PostgreSQL only")
 

@@ -7,6 +7,7 @@ import pytest
 from sqlalchemy import event
 
 from core.db import db
+from tests.portal.conftest import _fresh_login_counters  # noqa: F401 (autouse fixture: these tests sign in)
 
 SEARCH = "/api/v1/applications/search"
 

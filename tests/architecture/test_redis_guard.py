@@ -58,7 +58,7 @@ def _collect_with(url: str) -> subprocess.CompletedProcess:
     environment["KARIBU_TEST_REDIS_URL"] = url
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q",
-         "tests/foundation/test_redis_guard.py"],
+         "tests/architecture/test_redis_guard.py"],
         cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120)
 
 

@@ -19,7 +19,7 @@ from tests.conftest import REDIS_URL
 from tests.messages.conftest import all_messages, send_decisions
 from tests.messages.test_faults_smtp_outage import timed_smtp
 from tests.messages.test_outbox import _setup
-from tests.operations.processes import Processes, app_environment
+from tests.ops.processes import Processes, app_environment
 from tests.webhooks.test_webhook_engine import configure, emit
 from tests.webhooks.webhook_receiver import Receiver
 

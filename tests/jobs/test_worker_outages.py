@@ -11,8 +11,8 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import TEST_DB
-from tests.operations.processes import free_port
-from tests.operations.tcp_proxy import TcpProxy
+from tests.ops.processes import free_port
+from tests.ops.tcp_proxy import TcpProxy
 from tests.webhooks.conftest import (  # noqa: F401
     clock,
     delivering,

@@ -11,8 +11,8 @@ from api.openapi import openapi_document
 from core.db import DATABASE_RETRY_AFTER_SECONDS
 from tests.conftest import REDIS_URL, TEST_DB, auth_header
 from tests.openapi_check import assert_matches_component
-from tests.operations.processes import Processes, app_environment, free_port
-from tests.operations.tcp_proxy import TcpProxy
+from tests.ops.processes import Processes, app_environment, free_port
+from tests.ops.tcp_proxy import TcpProxy
 
 FLUTTERWAVE_HASH = "flw-secret-hash-for-the-outage-tests"
 CHARGE = {"event": "charge.completed",

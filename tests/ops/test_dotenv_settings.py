@@ -12,8 +12,8 @@ import pytest
 import requests
 
 from tests.conftest import REDIS_URL
-from tests.operations.processes import BIN, ROOT, Processes, app_environment, free_port, wait_until_up
-from tests.operations.test_metrics import samples, value
+from tests.ops.processes import BIN, ROOT, Processes, app_environment, free_port, wait_until_up
+from tests.ops.test_metrics import samples, value
 
 GUNICORN_SETTINGS = ("KARIBU_BIND", "WEB_CONCURRENCY", "KARIBU_THREADS", "LOG_FORMAT", "PROMETHEUS_MULTIPROC_DIR")
 

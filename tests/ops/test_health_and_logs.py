@@ -13,8 +13,8 @@ import pytest
 import requests
 
 from tests.conftest import REDIS_URL, TEST_DB, app_config, auth_header
-from tests.operations.processes import Processes, app_environment, free_port
-from tests.operations.tcp_proxy import TcpProxy
+from tests.ops.processes import Processes, app_environment, free_port
+from tests.ops.tcp_proxy import TcpProxy
 from wsgi import create_app
 
 

@@ -17,7 +17,7 @@ from core.models import AuditLog
 from api.openapi import openapi_document
 from tests.conftest import REDIS_URL, app_config
 from tests.openapi_check import assert_conforms
-from tests.operations.processes import Processes, app_environment
+from tests.ops.processes import Processes, app_environment
 from wsgi import create_app
 
 # Percent-encoded, as a client puts them in a URL or a url-encoded form.

@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from tests.conftest import REDIS_URL, auth_header
-from tests.operations.processes import ROOT, Processes, app_environment, free_port, wait_until_up
+from tests.ops.processes import ROOT, Processes, app_environment, free_port, wait_until_up
 
 # Minutes of waiting on an outage or a clock: scheduled first, so parallel test workers finish together.
 pytestmark = pytest.mark.long_running

@@ -19,8 +19,8 @@ from core.scoping import InstitutionScope
 from core.webhooks.endpoints import save_endpoint
 from core.webhooks.outbox import DRAIN_JOB, QUEUE_NAME
 from tests.conftest import REDIS_URL, TEST_DB, auth_header
-from tests.operations.processes import Processes, app_environment, free_port
-from tests.operations.test_metrics import samples
+from tests.ops.processes import Processes, app_environment, free_port
+from tests.ops.test_metrics import samples
 
 pytestmark = pytest.mark.skipif(TEST_DB != "postgres", reason="several nodes share one PostgreSQL database")
 EVENTS = 1000

@@ -9,7 +9,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from core.db import db
 from core.models.messages import Message
 from tests.conftest import REDIS_URL, auth_header
-from tests.operations.processes import Processes, app_environment
+from tests.ops.processes import Processes, app_environment
 
 
 def samples(text: str) -> dict[tuple, float]:

@@ -21,7 +21,7 @@ from alembic import command
 
 from core.db import db
 from tests.conftest import app_config
-from tests.foundation.test_migrations import ROOT, empty_database, flask_command
+from tests.ops.test_migrations import ROOT, empty_database, flask_command
 from wsgi import create_app
 
 MIGRATIONS = Path(ROOT) / "migrations"

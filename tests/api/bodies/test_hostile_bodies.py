@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.live_server import serving
-from tests.request_bodies.conftest import JsonEndpoint
+from tests.api.bodies.conftest import JsonEndpoint
 
 HOSTILE_SETTINGS = settings(max_examples=200, deadline=None, derandomize=True, database=None,
                             suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

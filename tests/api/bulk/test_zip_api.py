@@ -9,7 +9,7 @@ import zipfile
 import pytest
 
 from core.applications.documents import DocumentStorage
-from tests.bulk_docs.conftest import make_school
+from tests.api.bulk.conftest import make_school
 from tests.conftest import auth_header
 from tests.openapi_check import assert_conforms
 

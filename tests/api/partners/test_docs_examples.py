@@ -6,7 +6,7 @@ The server is the app on a free port with `seed-demo` data; each example gets `K
 
 Two markers, as an HTML comment on the line before the fence:
 - `<!-- example: NAME -->`: a complete program (client or webhook receiver) that tests/events/test_doc_examples.py
-  or tests/partners/test_generated_client.py runs with the inputs it needs (a signed delivery, a cursor file, a
+  or tests/api/partners/test_generated_client.py runs with the inputs it needs (a signed delivery, a cursor file, a
   generated client); this test checks it is run there.
 - `<!-- not-run: reason -->`: not runnable here, and why. The reasons in use: starting the whole service,
   installing on a production host, benchmarks, operator commands on a person's data, developer fragments of
@@ -26,14 +26,14 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 RUNNABLE = {"bash": "shell", "sh": "shell", "shell": "shell", "python": "python", "javascript": "node",
             "js": "node", "node": "node"}
 MARKER = re.compile(r"^<!-- (example|not-run): *(.*?) *-->$")
 CURL_FAILS_ON_HTTP_ERRORS = 'curl() { command curl --fail-with-body --silent --show-error "$@"; }\n'
 PROGRAMS_TESTS = (ROOT / "tests" / "events" / "test_doc_examples.py",
-                  ROOT / "tests" / "partners" / "test_generated_client.py")
+                  ROOT / "tests" / "api" / "partners" / "test_generated_client.py")
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from core.institutions.identity import set_logo, update_identity
 from core.models import Cycle
 from core.scoping import InstitutionScope
 from core.timefmt import applicant_date
-from tests.event_sources.conftest import csrf_token
-from tests.event_sources.test_decision_response import answer, make_decision
+from tests.events.sources.conftest import csrf_token
+from tests.events.sources.test_decision_response import answer, make_decision
 
 HREF = re.compile(r'href="([^"]*)"')
 # Staff and partner pages: none of them is linked from an applicant's page.

@@ -12,7 +12,7 @@ from core.db import db
 from core.models import Applicant, Application, Event, Institution, Stage, utcnow
 from core.scoping import InstitutionScope
 from core.timefmt import isoformat_z
-from tests.event_sources.conftest import (
+from tests.events.sources.conftest import (
     assert_written_and_delivered, audit_rows, csrf_token, events_of, subscribe,
 )
 from tests.webhooks.conftest import queued_jobs
@@ -177,7 +177,7 @@ def test_csrf_token_is_required(sources, client, factory):
 
 def test_unknown_or_disabled_institution_is_not_found(sources, client, factory):
     assert client.get("/apply/ins_missing").status_code == 404
-    assert client.get("/apply/ins_%00").status_code == 400  # refused at the edge (tests/hardening/test_input_guard.py)
+    assert client.get("/apply/ins_%00").status_code == 400  # refused at the edge (tests/ops/test_input_guard.py)
     institution = factory.institution()
     with sources.app_context():
         db.session.get(Institution, institution.id).status = "disabled"

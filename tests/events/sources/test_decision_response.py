@@ -16,7 +16,7 @@ from core.applications.history import Actor
 from core.models import Decision, Event, utcnow
 from core.scoping import InstitutionScope
 from core.timefmt import applicant_date, isoformat_z
-from tests.event_sources.conftest import (
+from tests.events.sources.conftest import (
     assert_written_and_delivered, audit_rows, csrf_token, events_of, subscribe,
 )
 

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from tests.event_sources.conftest import FLUTTERWAVE_HASH
-from tests.event_sources.test_payment_callbacks import (
+from tests.events.sources.conftest import FLUTTERWAVE_HASH
+from tests.events.sources.test_payment_callbacks import (
     FLUTTERWAVE_URL, application_row, event_count, flutterwave_body, mpesa_body, payments_of, post_mpesa,
     unpaid_application,
 )

@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 
 from core.db import db
 from core.models import Application, Event, Payment
-from tests.event_sources.conftest import (
+from tests.events.sources.conftest import (
     FLUTTERWAVE_HASH, MPESA_SECRET, assert_written_and_delivered, audit_rows, events_of, subscribe,
 )
 
