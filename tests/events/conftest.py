@@ -8,7 +8,7 @@ from core.db import db
 from core.models import Application
 from core.scoping import InstitutionScope
 from tests.openapi_check import assert_conforms, assert_is_event
-from tests.read_side.conftest import make_tenant
+from tests.api.conftest import make_tenant
 
 FEED = "/api/v1/events"
 

@@ -17,7 +17,7 @@ from tests.conftest import REDIS_URL
 from tests.messages.conftest import all_messages, send_decisions
 from tests.messages.smtp_server import Recorder, SmtpServer
 from tests.messages.test_outbox import _setup
-from tests.operations.processes import Processes, app_environment, free_port
+from tests.ops.processes import Processes, app_environment, free_port
 from tests.webhooks.conftest import wait_until
 
 # Minutes of waiting on an outage or a clock: scheduled first, so parallel test workers finish together.

@@ -15,7 +15,7 @@ from core.i18n import compile_catalogues
 from core.messages.log import set_default_language
 from core.models import Applicant
 from core.scoping import InstitutionScope
-from tests.event_sources.conftest import csrf_token
+from tests.events.sources.conftest import csrf_token
 from tests.messages.conftest import all_messages, run_message_worker, send_decisions
 from wsgi import babel
 

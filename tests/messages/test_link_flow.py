@@ -10,7 +10,7 @@ import pytest
 import requests
 from werkzeug.serving import make_server
 
-from tests.event_sources.conftest import csrf_token, subscribe
+from tests.events.sources.conftest import csrf_token, subscribe
 from tests.messages.conftest import all_messages, run_message_worker, send_decisions
 from tests.webhooks.conftest import delivering, engine, receiver, resolver, run_worker  # noqa: F401 (fixtures)
 from tests.webhooks.independent_verifier import verify

@@ -1,5 +1,5 @@
 """The French staff portal: key staff-portal strings must not appear in English on a page drawn in French
-(tests/foundation/test_catalogues.py checks that every marked string has a translation; this one checks that
+(tests/architecture/test_catalogues.py checks that every marked string has a translation; this one checks that
 the pages really are drawn from it)."""
 from __future__ import annotations
 

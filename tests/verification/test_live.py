@@ -11,7 +11,7 @@ from core.models import VerificationCharge
 from core.verification.exam_records import RESULT_AUTHENTIC
 from devtools.simulated_records import SIMULATED_RECORDS
 from tests.conftest import auth_header
-from tests.foundation.test_auth import oidc  # noqa: F401  (fixture)
+from tests.api.test_auth import oidc  # noqa: F401  (fixture)
 from tests.openapi_check import assert_conforms
 from tests.verification.conftest import post_json
 

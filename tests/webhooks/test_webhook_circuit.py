@@ -10,7 +10,7 @@ from core.db import db
 from core.models.webhooks import WebhookAttempt, WebhookEndpoint
 from core.webhooks.schedule import DISABLE_AFTER_CONSECUTIVE_FAILURES
 from core.webhooks.sweep import sweep_due_deliveries
-from tests.operations.processes import free_port
+from tests.ops.processes import free_port
 from tests.webhooks.conftest import RECEIVER_HOST, run_worker
 from tests.webhooks.test_webhook_engine import configure, deliveries, emit
 

@@ -28,8 +28,8 @@ from core.outbox.schedule import SystemClock
 from tests.webhooks.conftest import wait_until
 from tests.webhooks.test_webhook_engine import configure, deliveries, delivery_for, emit
 from tests.conftest import TEST_DB
-from tests.operations.processes import Processes, app_environment
-from tests.operations.tcp_proxy import TcpProxy
+from tests.ops.processes import Processes, app_environment
+from tests.ops.tcp_proxy import TcpProxy
 from tests.webhooks.test_webhook_recovery import start_worker
 
 # Minutes of waiting on an outage or a clock: scheduled first, so parallel test workers finish together.
