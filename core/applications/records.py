@@ -1,4 +1,4 @@
-"""The records of the partner API: applications (spec's nested shape plus design.md §5's extra fields) and
+"""The records of the partner API: applications (the nested shape plus extra fields of docs/api.md) and
 cycles. Each record has a nested JSON form and a flat form (values in the order of its dotted column names)
 for CSV, built from the same row so the two never disagree.
 
