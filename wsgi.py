@@ -7,7 +7,7 @@ import time
 import uuid
 from pathlib import Path
 
-from flask import Flask, g, request
+from flask import Flask, appcontext_pushed, g, request
 from flask.cli import FlaskGroup
 from flask_babel import Babel
 from flask_wtf import CSRFProtect
@@ -21,12 +21,13 @@ from api.callbacks import CALLBACKS_PREFIX, callbacks_bp
 from api.errors import database_unavailable, handle_api_exception
 from api.json_provider import OrjsonProvider
 from cli import COMMANDS
+from core.applications.bulkheads import SHARED_PLACES, SharedPlaces
 from core.audit.recording import AuditEntry, record_request, redacted_request_path
 from core.errors import InvalidInput
 from core.config import INSTANCE_DIR, ConfigurationError, Settings, SettingsConfig, check_startup_settings
 from core.db import DeferredMigrate, db, discard_session, is_database_outage
 from core.i18n import compile_catalogues
-from core.redis_faults import count_rate_limiter_faults
+from core.redis_faults import REQUEST_FAULTS, RequestFaults, count_rate_limiter_faults
 from core.secret_key import resolve_secret_key, warn_about_readable_dotenv
 from jobs.cli import worker_command
 from ops.health import health_bp
@@ -49,6 +50,9 @@ csrf = CSRFProtect()
 babel = Babel()
 # The API counts its own requests (api/rate_limits.py): the portal's Flask-Limiter leaves its paths alone.
 limiter.request_filter(api.is_api_request)
+# The request-scoped state core keeps in context variables of its own (core reads no `flask.g`), each with the
+# class of its value: a fresh one per app context (a request, a job, a command).
+REQUEST_STATE = ((REQUEST_FAULTS, RequestFaults), (SHARED_PLACES, SharedPlaces))
 
 
 class KaribuFlask(Flask):
@@ -61,6 +65,7 @@ def create_app(overrides: dict | None = None) -> Flask:
     Flask's own keys alike."""
     app = KaribuFlask(__name__, template_folder="templates", static_folder="static", instance_relative_config=True,
                       instance_path=str(INSTANCE_DIR))
+    register_request_state(app)
     settings = Settings.from_environment(overrides)
     app.config.use(settings)
     app.config.update(overrides or {})  # Flask's keys (TESTING, SQLALCHEMY_DATABASE_URI, …) too
@@ -87,6 +92,26 @@ def create_app(overrides: dict | None = None) -> Flask:
     register_commands(app)
     redact_access_lines(app)
     return app
+
+
+def register_request_state(app: Flask) -> None:
+    """Core's request-scoped state (`REQUEST_STATE`: whether this request met a Redis fault, whether it holds the
+    bulkheads' shared places), fresh for each app context: set when it is pushed, reset when it is torn down."""
+    appcontext_pushed.connect(_enter_request_state, app)
+    app.teardown_appcontext(_leave_request_state)
+
+
+def _enter_request_state(_app: Flask, **_extra) -> None:
+    # A context pushed again (the same `g`) keeps its state.
+    states = g.setdefault("karibu_request_state", tuple(new() for _, new in REQUEST_STATE))
+    g.setdefault("karibu_request_state_tokens", []).append(
+        [variable.set(state) for (variable, _), state in zip(REQUEST_STATE, states)])
+
+
+def _leave_request_state(_exc: BaseException | None) -> None:
+    pushes = g.pop("karibu_request_state_tokens", None)
+    for token in pushes[0] if pushes else ():  # the first push's: back to the values before this context
+        token.var.reset(token)
 
 
 def register_request_id(app: Flask) -> None:

@@ -1,4 +1,4 @@
-"""Operator commands (design.md §3), registered on the app by `wsgi.register_commands`: `flask --app wsgi …`."""
+"""Operator commands (docs/cli.md), registered on the app by `wsgi.register_commands`: `flask --app wsgi …`."""
 from __future__ import annotations
 
 from cli.admin import ADMIN_COMMANDS, users_cli

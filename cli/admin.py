@@ -1,4 +1,4 @@
-"""Operator commands (design.md §3): `flask --app wsgi <command>`. `--json` prints one JSON object only."""
+"""Operator commands (docs/cli.md): `flask --app wsgi <command>`. `--json` prints one JSON object only."""
 from __future__ import annotations
 
 import json

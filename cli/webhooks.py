@@ -1,4 +1,4 @@
-"""`flask --app wsgi webhooks set|rotate|ping|log|enable|redeliver|recover` (design.md §3)."""
+"""`flask --app wsgi webhooks set|rotate|ping|log|enable|redeliver|recover` (docs/cli.md)."""
 from __future__ import annotations
 
 import json

@@ -13,9 +13,9 @@ import logging
 import threading
 import time
 from collections import Counter
+from contextvars import ContextVar
 
 import prometheus_client
-from flask import g, has_app_context
 
 log = logging.getLogger(__name__)
 
@@ -24,24 +24,36 @@ RATE_LIMITER_LOGGER = "flask-limiter"
 
 _counts: Counter[str] = Counter()
 _lock = threading.Lock()
-_MET_IN_CONTEXT = "karibu_redis_fault_met"  # in flask.g: this request (app context) already met a fault
 REDIS_FAULTS = prometheus_client.Counter(
     "karibu_redis_faults_total", "Redis faults ridden out: rate limits counted in-process, drains left to the sweep",
     ["component"])
+
+
+class RequestFaults:
+    """What one app context (a request, a job, a command) knows of Redis faults: `met`, it waited for one."""
+
+    def __init__(self) -> None:
+        self.met = False
+
+
+# The current app context's, set by the web layer for each one (`wsgi.register_request_state`); None outside.
+REQUEST_FAULTS: ContextVar[RequestFaults | None] = ContextVar("karibu_request_faults", default=None)
 
 
 def count_redis_fault(component: str, *, skipped: bool = False) -> None:
     """Count a fault; `skipped`: Redis was not even tried (a back-off)."""
     with _lock:
         _counts[component] += 1
-    if not skipped and has_app_context():
-        setattr(g, _MET_IN_CONTEXT, True)
+    faults = REQUEST_FAULTS.get()
+    if not skipped and faults is not None:
+        faults.met = True
     REDIS_FAULTS.labels(component).inc()
 
 
 def request_met_redis_fault() -> bool:
     """Whether this request (app context) already waited for a Redis fault: the rest of it leaves Redis alone."""
-    return has_app_context() and g.get(_MET_IN_CONTEXT, False)
+    faults = REQUEST_FAULTS.get()
+    return faults is not None and faults.met
 
 
 def redis_fault_counts() -> dict[str, int]:

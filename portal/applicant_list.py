@@ -8,7 +8,7 @@ import secrets
 from dataclasses import dataclass, fields
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-from flask import current_app, flash, g, redirect, request, url_for
+from flask import flash, g, redirect, request, url_for
 from flask_babel import format_number, gettext as _, lazy_gettext as _l, ngettext
 from flask_login import current_user
 from itsdangerous import BadData, URLSafeTimedSerializer
@@ -16,6 +16,7 @@ from redis import RedisError
 
 from core.applications.listing.counts import count_applications
 from core.applications.listing.query import parse_application_query
+from core.config import settings
 from core.applications.matching_updates import get_bulk_change, start_bulk_change
 from core.db import redis_connection
 from core.errors import InvalidInput, ServiceUnavailable
@@ -302,7 +303,7 @@ CONFIRMATION_MAX_AGE = 30 * 60
 
 
 def _confirmations() -> URLSafeTimedSerializer:
-    return URLSafeTimedSerializer(current_app.secret_key, salt="karibu.bulk-confirmation")
+    return URLSafeTimedSerializer(settings().SECRET_KEY, salt="karibu.bulk-confirmation")
 
 
 def _confirmed_subject(target: str, change: dict, count: int) -> str:

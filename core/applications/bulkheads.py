@@ -25,9 +25,10 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 import prometheus_client
-from flask import current_app, g
+from flask import current_app
 
 from core.config import settings
 from core.errors import ServiceUnavailable
@@ -155,8 +156,15 @@ class Permit:
         self.release()
 
 
-# Set on the app context (one request's, one job's) while it holds the shared and the node's places.
-_HOLDS_SHARED_PLACES = "karibu_bulkhead_shared_places"
+class SharedPlaces:
+    """Whether one app context (a request, a job) holds the shared and the node's places: `held`."""
+
+    def __init__(self) -> None:
+        self.held = False
+
+
+# The current app context's, set by the web layer for each one (`wsgi.register_request_state`); None outside.
+SHARED_PLACES: ContextVar[SharedPlaces | None] = ContextVar("karibu_shared_places", default=None)
 
 
 def acquire(kind: str) -> Permit:
@@ -169,8 +177,8 @@ def acquire(kind: str) -> Permit:
         raise ValueError(f"unknown bulkhead {kind!r}")
     config = settings()
     waiting_until = time.monotonic() + config.BULKHEAD_QUEUE_SECONDS
-    holder = g._get_current_object()
-    nested = getattr(holder, _HOLDS_SHARED_PLACES, False)
+    holder = SHARED_PLACES.get() or SharedPlaces()  # an app made without create_app: no nesting is seen
+    nested = holder.held
     taken = []
     for compartment_kind in (kind,) if nested else (kind, SHARED, NODE):
         compartment = _compartment(compartment_kind)
@@ -183,8 +191,8 @@ def acquire(kind: str) -> Permit:
             raise Overloaded(BUSY_MESSAGES[compartment_kind], retry_after=config.BULKHEAD_RETRY_AFTER_SECONDS)
         taken.append(give_back)
     if not nested:
-        setattr(holder, _HOLDS_SHARED_PLACES, True)
-        taken.append(lambda: setattr(holder, _HOLDS_SHARED_PLACES, False))
+        holder.held = True
+        taken.append(lambda: setattr(holder, "held", False))
     return Permit(*taken)
 
 

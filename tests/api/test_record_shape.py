@@ -1,4 +1,4 @@
-"""The application record pinned from the outside: every field of the spec and of design.md §5, in the
+"""The application record pinned from the outside: every field of docs/api.md's record, in the
 documented order, with its exact JSON value and its exact CSV cell, through every endpoint that serves it.
 
 The expected values are written out here rather than taken from the code's field table, so a wrong entry in

@@ -42,11 +42,17 @@ def test_the_code_keeps_every_layering_contract():
     ("core/db.py", "from flask_login import LoginManager", "core is not allowed to import flask_login"),
     ("core/db.py", "from flask_wtf import CSRFProtect", "core is not allowed to import flask_wtf"),
     ("core/db.py", "from flask_limiter import Limiter", "core is not allowed to import flask_limiter"),
+    ("portal/errors.py", "import wsgi", "portal is not allowed to import wsgi"),
+    ("core/config.py", "from wsgi import create_app", "core is not allowed to import wsgi"),
+    ("api/errors.py", "import wsgi", "api is not allowed to import wsgi"),
+    ("ops/health.py", "import wsgi", "ops is not allowed to import wsgi"),
+    ("cli/admin.py", "from wsgi import app", "cli is not allowed to import wsgi"),
 ])
 def test_a_broken_rule_is_reported(tmp_path, module, import_line, broken):
     for package in PACKAGES:
         shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    shutil.copy(ROOT / "wsgi.py", tmp_path / "wsgi.py")
     with open(tmp_path / module, "a") as source:
         source.write(f"\n{import_line}  # deliberately against the layering\n")
     result = _lint_imports(tmp_path)
