@@ -11,7 +11,7 @@ from core.webhooks.outbox import add_delivery_for
 
 
 def envelope(event: Event) -> dict:
-    """The spec's webhook envelope: the body of a delivery and an item of the events feed.
+    """The webhook envelope (docs/contract.md): the body of a delivery and an item of the events feed.
 
     An example event sent from the webhook settings also carries `"test": true` (real events never do).
     """

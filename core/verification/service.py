@@ -28,7 +28,7 @@ TRIAL_SCOPE = "trial"
 
 
 class RecordNotFound(NotFound):
-    """404 with the spec's not-found shape: `message`, `issuer` and `billing` next to `code` and `error`."""
+    """404 with the verification not-found shape (docs/contract.md): `message`, `issuer` and `billing` next to `code` and `error`."""
 
     def __init__(self, body: dict, replayed: bool = False):
         super().__init__(body["error"])

@@ -1,6 +1,6 @@
 """Signing secrets and the two signatures every delivery carries.
 
-- The spec's: `X-Karibu-Signature: v1=<hex>`, lowercase hex HMAC-SHA256 over `<timestamp>.<raw body>`, keyed
+- Karibu's own (docs/contract.md): `X-Karibu-Signature: v1=<hex>`, lowercase hex HMAC-SHA256 over `<timestamp>.<raw body>`, keyed
   with the whole `whsec_…` string (UTF-8) exactly as the institution was shown it.
 - Standard Webhooks (https://www.standardwebhooks.com): `webhook-signature: v1,<base64>`, HMAC-SHA256 over
   `<webhook-id>.<webhook-timestamp>.<raw body>`, keyed with the bytes the secret's base64 part decodes to.
@@ -57,7 +57,7 @@ def sign_standard(secret: str, message_id: str, timestamp: int, body: bytes) -> 
 
 def delivery_headers(*, secret: str, timestamp: int, body: bytes, event_id: str, event_type: str,
                      institution_id: str) -> dict[str, str]:
-    """Every header of a delivery request, signed over exactly `body`: the spec's, then Standard Webhooks'."""
+    """Every header of a delivery request, signed over exactly `body`: Karibu's own, then Standard Webhooks'."""
     return {
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,
