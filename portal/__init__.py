@@ -17,11 +17,10 @@ def _configure(state) -> None:
 
 # Views register themselves on `bp`.
 from portal import (  # noqa: F401
-    account,
+    accounts,
     applicant_list,
     applicants,
     audit_log,
-    auth,
     privacy,
     cycles,
     dashboard,
@@ -30,8 +29,6 @@ from portal import (  # noqa: F401
     keys,
     messages,
     preferences,
-    two_factor,
-    users,
     verification,
     webhooks,
 )

@@ -35,7 +35,7 @@ from core.accounts.users import check_credentials, load_active_user, normalise_e
 from portal import bp
 from portal.forms import ActionForm, ChooseAccountForm, ForgotPasswordForm, LoginForm, SetPasswordForm, submitted
 from portal.limiter import limiter
-from portal.pending_sign_in import start_pending_sign_in
+from portal.accounts.pending_sign_in import start_pending_sign_in
 from portal.rendering import render_page
 from portal.security import SESSION_RECORD_KEY, audit, bind_session_to_client, safe_next, staff_required
 

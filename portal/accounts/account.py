@@ -16,7 +16,7 @@ from core.accounts.sessions import describe_user_agent, end_all_sessions, end_se
 from core.models.accounts import StaffSession
 from core.accounts.users import change_password
 from portal import bp
-from portal.auth import complete_sign_in
+from portal.accounts.sign_in import complete_sign_in
 from portal.forms import ActionForm, ChangePasswordForm, submitted
 from portal.rendering import datetime_text, render_page
 from portal.security import SESSION_RECORD_KEY, audit, staff_required
