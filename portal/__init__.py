@@ -18,14 +18,10 @@ def _configure(state) -> None:
 # Views register themselves on `bp`.
 from portal import (  # noqa: F401
     accounts,
-    applicant_list,
     applicants,
     audit_log,
-    privacy,
     cycles,
     dashboard,
-    decision_answers,
-    decision_previews,
     keys,
     messages,
     preferences,

@@ -15,7 +15,7 @@ from core.i18n import supported_language
 from core.messages.outbox import preview_decision_email
 from core.models import Application
 from portal import bp
-from portal.applicant_timeline import DECISION_LABELS
+from portal.applicants.timeline import DECISION_LABELS
 from portal.messages import EMAIL_PREVIEW_POLICY
 from portal.public import answer_page_preview
 from portal.rendering import render_page
