@@ -52,7 +52,7 @@ def test_every_state_changing_portal_route_needs_a_csrf_token(app, admin):
 
 
 @pytest.mark.parametrize("view, route", [
-    ("portal.webhooks.webhooks_rotate", "POST /webhooks/rotate"),
+    ("portal.webhooks.views.webhooks_rotate", "POST /webhooks/rotate"),
     ("portal.accounts.users.users_role", "POST /users/x/role"),
     ("portal.public.respond_to_decision", "POST /decisions/respond/x"),
 ])

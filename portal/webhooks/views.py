@@ -45,7 +45,7 @@ from portal import bp
 from portal.forms import ActionForm, RecoverForm, TestEventForm, WebhookForm, submitted
 from portal.rendering import datetime_text, display_zone, is_partial_request, render_page
 from portal.security import admin_required, audit
-from portal.webhook_errors import error_class_label, explain_failure
+from portal.webhooks.failures import error_class_label, explain_failure
 
 LOG_PAGE_SIZE = 25
 EVENT_DESCRIPTIONS = {
