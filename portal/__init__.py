@@ -22,9 +22,8 @@ from portal import (  # noqa: F401
     audit_log,
     cycles,
     dashboard,
-    keys,
     messages,
-    preferences,
+    settings,
     verification,
     webhooks,
 )
