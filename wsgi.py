@@ -36,7 +36,7 @@ from ops.metrics import count_rate_limit_refusal, instrument_requests, metrics_b
 from portal.errors import database_unavailable_page, html_error
 from portal.i18n import select_locale
 from portal.limiter import limiter, probe_storage_once_per_request
-from portal.public import public_bp
+from portal.public.views import public_bp
 from portal.security import login_manager
 from portal.settings.brand_assets import bp as brand_bp
 

@@ -54,7 +54,7 @@ def test_every_state_changing_portal_route_needs_a_csrf_token(app, admin):
 @pytest.mark.parametrize("view, route", [
     ("portal.webhooks.views.webhooks_rotate", "POST /webhooks/rotate"),
     ("portal.accounts.users.users_role", "POST /users/x/role"),
-    ("portal.public.respond_to_decision", "POST /decisions/respond/x"),
+    ("portal.public.views.respond_to_decision", "POST /decisions/respond/x"),
 ])
 def test_the_check_notices_a_route_exempted_from_csrf(app, admin, monkeypatch, view, route):
     monkeypatch.setattr(csrf, "_exempt_views", csrf._exempt_views | {view})
