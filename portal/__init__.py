@@ -19,7 +19,7 @@ def _configure(state) -> None:
 from portal import (  # noqa: F401
     accounts,
     applicants,
-    audit_log,
+    audit,
     cycles,
     dashboard,
     messages,
