@@ -20,7 +20,6 @@ from portal import (  # noqa: F401
     accounts,
     applicants,
     audit,
-    cycles,
     dashboard,
     messages,
     settings,
