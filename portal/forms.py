@@ -14,7 +14,8 @@ from core.errors import InvalidInput, KaribuError
 from core.i18n import LANGUAGES, STAFF_LANGUAGES
 
 
-def _strip(value):
+def strip(value):
+    """A field filter: the typed text without the spaces around it."""
     return value.strip() if isinstance(value, str) else value
 
 
@@ -104,12 +105,12 @@ class BulkUpdateForm(FlaskForm):
     answered (it holds the change and the number selected); `cancel` drops the confirmation.
     """
     ids = SelectMultipleField(validate_choice=False)
-    stage = StringField(filters=[_strip])
-    decision = StringField(filters=[_strip])
+    stage = StringField(filters=[strip])
+    decision = StringField(filters=[strip])
     send_decision = BooleanField()
-    confirmation = StringField(filters=[_strip])
-    cancel = StringField(filters=[_strip])
-    back = StringField(filters=[_strip])  # the list page to return to (no-JavaScript confirmation page)
+    confirmation = StringField(filters=[strip])
+    cancel = StringField(filters=[strip])
+    back = StringField(filters=[strip])  # the list page to return to (no-JavaScript confirmation page)
 
 
 class ApplicationStateForm(FlaskForm):
@@ -121,60 +122,60 @@ class ApplicationStateForm(FlaskForm):
 class BulkMatchingForm(FlaskForm):
     """The bulk change applied to every application matching the list: `matching` is the list's query string."""
     matching = StringField()
-    stage = StringField(filters=[_strip])
-    decision = StringField(filters=[_strip])
+    stage = StringField(filters=[strip])
+    decision = StringField(filters=[strip])
     send_decision = BooleanField()
     # Every change is confirmed with a one-time token that holds the change and the number matching (or
     # dropped with `cancel`).
-    confirmation = StringField(filters=[_strip])
+    confirmation = StringField(filters=[strip])
     cancel = BooleanField()
 
 
 class SavedViewForm(FlaskForm):
     """Save the list as it is (`query`: its query string) under a name of the user's."""
-    name = StringField(_l("Name of this view"), filters=[_strip], validators=[
+    name = StringField(_l("Name of this view"), filters=[strip], validators=[
         DataRequired(_l("Give the view a name.")), Length(max=100)])
     query = StringField()
 
 
 class RoleForm(FlaskForm):
-    role = StringField(filters=[_strip])  # checked by core.accounts.users.set_role
+    role = StringField(filters=[strip])  # checked by core.accounts.users.set_role
 
 
 class ActiveForm(FlaskForm):
-    active = StringField(filters=[_strip])
+    active = StringField(filters=[strip])
 
 
 class WebhookForm(FlaskForm):
-    url = StringField(filters=[_strip])
+    url = StringField(filters=[strip])
     events = SelectMultipleField(validate_choice=False)  # checked by core.webhooks.endpoints.save_endpoint
     include_name = BooleanField()
 
 
 class RecoverForm(FlaskForm):
-    since = StringField(filters=[_strip])
+    since = StringField(filters=[strip])
 
 
 class TestEventForm(FlaskForm):
-    event_type = StringField(filters=[_strip])  # checked by core.webhooks.examples.send_example_event
+    event_type = StringField(filters=[strip])  # checked by core.webhooks.examples.send_example_event
 
 
 class VerificationForm(FlaskForm):
     """The issuer's own fields are added per issuer by `verification_form`."""
-    issuer = StringField(filters=[_strip])
-    application = StringField(filters=[_strip])
+    issuer = StringField(filters=[strip])
+    application = StringField(filters=[strip])
     confirm_billing = BooleanField(false_values=("", "false", "no"))
 
 
 def verification_form(issuer: dict) -> VerificationForm:
     """A VerificationForm with a text field for each of the issuer's request fields."""
-    fields = {field["name"]: StringField(filters=[_strip]) for field in issuer["fields"]}
+    fields = {field["name"]: StringField(filters=[strip]) for field in issuer["fields"]}
     return type(f"{issuer['code'].title()}VerificationForm", (VerificationForm,), fields)()
 
 
 class ResendMessageForm(FlaskForm):
     """Resend one failed message; `source` says which page to answer (`file`: the applicant file's timeline)."""
-    source = StringField(filters=[_strip])
+    source = StringField(filters=[strip])
 
 
 class DefaultLanguageForm(FlaskForm):
@@ -211,7 +212,7 @@ class DataErasureForm(FlaskForm):
 
 
 class TwoFactorCodeForm(FlaskForm):
-    code = StringField(_l("Code"), filters=[_strip], validators=[
+    code = StringField(_l("Code"), filters=[strip], validators=[
         DataRequired(_l("Type the code.")), Length(max=40)])
 
 
@@ -226,7 +227,7 @@ class AdminTwoFactorForm(FlaskForm):
 
 class TimeZoneForm(FlaskForm):
     """The institution's time zone; the empty choice follows the zone of the institution's country."""
-    time_zone = SelectField(_l("Time zone"), validate_choice=False, filters=[_strip])
+    time_zone = SelectField(_l("Time zone"), validate_choice=False, filters=[strip])
 
 
 class LanguageForm(FlaskForm):
