@@ -15,7 +15,8 @@ from core.config import settings
 from core.scoping import InstitutionScope
 from portal import bp
 from portal.accounts.sign_in import complete_sign_in, renew_session_record
-from portal.forms import ActionForm, AdminTwoFactorForm, TwoFactorCodeForm, TwoFactorDisableForm, submitted
+from portal.accounts.forms import AdminTwoFactorForm, TwoFactorCodeForm, TwoFactorDisableForm
+from portal.forms import ActionForm, submitted
 from portal.limiter import limiter
 from portal.accounts.pending_sign_in import PENDING_KEY, end_pending_sign_in, pending_sign_in
 from portal.rendering import render_page
