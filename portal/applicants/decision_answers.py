@@ -9,7 +9,7 @@ from core.applications.decision_answers import record_decision_response_by_staff
 from core.errors import InvalidInput, NotFound
 from portal import bp
 from portal.applicants.timeline import DECISION_LABELS
-from portal.forms import RecordAnswerForm
+from portal.applicants.forms import RecordAnswerForm
 from portal.rendering import is_partial_request, render_page
 from portal.security import audit, staff_actor, staff_required
 

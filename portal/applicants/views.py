@@ -36,9 +36,8 @@ from portal.applicants.listing import (
     list_url_from, load_more_text, match_count_text, saved_views_context, use_confirmation,
 )
 from portal.applicants.timeline import DECISION_LABELS, timeline_context
-from portal.forms import (
-    ApplicationStateForm, BulkUpdateForm, RecordAnswerForm, SendDecisionForm, submitted,
-)
+from portal.applicants.forms import ApplicationStateForm, BulkUpdateForm, RecordAnswerForm, SendDecisionForm
+from portal.forms import submitted
 from portal.rendering import datetime_text, display_zone, is_partial_request, render_page
 from portal.security import audit, safe_next, staff_actor, staff_required
 
