@@ -7,7 +7,7 @@ from flask_babel import gettext
 from flask_babel import lazy_gettext as _l
 from flask_wtf import FlaskForm
 from flask_wtf.file import FileField
-from wtforms import BooleanField, SelectField, SelectMultipleField, StringField
+from wtforms import BooleanField, SelectField, StringField
 from wtforms.validators import DataRequired, Length
 
 from core.errors import InvalidInput, KaribuError
@@ -56,20 +56,6 @@ class ActionForm(FlaskForm):
 class ApiKeyForm(FlaskForm):
     name = StringField(_l("Key name"),
                        validators=[DataRequired(_l("Give the key a name.")), Length(max=100)])
-
-
-class WebhookForm(FlaskForm):
-    url = StringField(filters=[strip])
-    events = SelectMultipleField(validate_choice=False)  # checked by core.webhooks.endpoints.save_endpoint
-    include_name = BooleanField()
-
-
-class RecoverForm(FlaskForm):
-    since = StringField(filters=[strip])
-
-
-class TestEventForm(FlaskForm):
-    event_type = StringField(filters=[strip])  # checked by core.webhooks.examples.send_example_event
 
 
 class VerificationForm(FlaskForm):
