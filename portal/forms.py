@@ -7,7 +7,7 @@ from flask_babel import gettext
 from flask_babel import lazy_gettext as _l
 from flask_wtf import FlaskForm
 from flask_wtf.file import FileField
-from wtforms import BooleanField, SelectField, StringField
+from wtforms import SelectField, StringField
 from wtforms.validators import DataRequired, Length
 
 from core.errors import InvalidInput, KaribuError
@@ -56,19 +56,6 @@ class ActionForm(FlaskForm):
 class ApiKeyForm(FlaskForm):
     name = StringField(_l("Key name"),
                        validators=[DataRequired(_l("Give the key a name.")), Length(max=100)])
-
-
-class VerificationForm(FlaskForm):
-    """The issuer's own fields are added per issuer by `verification_form`."""
-    issuer = StringField(filters=[strip])
-    application = StringField(filters=[strip])
-    confirm_billing = BooleanField(false_values=("", "false", "no"))
-
-
-def verification_form(issuer: dict) -> VerificationForm:
-    """A VerificationForm with a text field for each of the issuer's request fields."""
-    fields = {field["name"]: StringField(filters=[strip]) for field in issuer["fields"]}
-    return type(f"{issuer['code'].title()}VerificationForm", (VerificationForm,), fields)()
 
 
 class ResendMessageForm(FlaskForm):
