@@ -11,7 +11,7 @@ from wtforms import SelectField, StringField
 from wtforms.validators import DataRequired, Length
 
 from core.errors import InvalidInput, KaribuError
-from core.i18n import LANGUAGES, STAFF_LANGUAGES
+from core.i18n import STAFF_LANGUAGES
 
 
 def strip(value):
@@ -61,11 +61,6 @@ class ApiKeyForm(FlaskForm):
 class ResendMessageForm(FlaskForm):
     """Resend one failed message; `source` says which page to answer (`file`: the applicant file's timeline)."""
     source = StringField(filters=[strip])
-
-
-class DefaultLanguageForm(FlaskForm):
-    language = SelectField(_l("Language for applicants who did not choose one"),
-                           choices=[(code, name) for code, name in LANGUAGES.items()])
 
 
 class TimeZoneForm(FlaskForm):
