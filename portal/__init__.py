@@ -15,7 +15,7 @@ def _configure(state) -> None:
     register_template_helpers(state.app)
 
 
-# Views register themselves on `bp`.
+# Each area's package imports its view modules, which register themselves on `bp`.
 from portal import (  # noqa: F401
     accounts,
     applicants,
