@@ -34,12 +34,12 @@ from ops.health import health_bp
 from ops.input_guard import GuardedBodyMiddleware, UnreadableBody, undecodable_input
 from ops.logs import configure_logging, redact_access_lines
 from ops.metrics import count_rate_limit_refusal, instrument_requests, metrics_bp
-from portal.brand_assets import bp as brand_bp
 from portal.errors import database_unavailable_page, html_error
 from portal.i18n import select_locale
 from portal.limiter import limiter, probe_storage_once_per_request
-from portal.public import public_bp
+from portal.public.views import public_bp
 from portal.security import login_manager
+from portal.settings.brand_assets import bp as brand_bp
 
 REQUEST_ID_HEADER = "X-Request-Id"
 _ACCEPTABLE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")

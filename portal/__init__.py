@@ -15,23 +15,14 @@ def _configure(state) -> None:
     register_template_helpers(state.app)
 
 
-# Views register themselves on `bp`.
+# Each area's package imports its view modules, which register themselves on `bp`.
 from portal import (  # noqa: F401
-    account,
-    applicant_list,
+    accounts,
     applicants,
-    audit_log,
-    auth,
-    privacy,
-    cycles,
+    audit,
     dashboard,
-    decision_answers,
-    decision_previews,
-    keys,
     messages,
-    preferences,
-    two_factor,
-    users,
+    settings,
     verification,
     webhooks,
 )

@@ -1,20 +1,19 @@
-"""Flask-WTF forms of the portal: every POST reads its fields through one of them, so every POST checks its
-CSRF token twice (CSRFProtect for the whole app, then the form), and exempting a view loses nothing.
+"""The form helpers of every area and the forms two areas share; an area's own forms are in its `forms.py`.
+
+Every POST reads its fields through a Flask-WTF form, so every POST checks its CSRF token twice (CSRFProtect for
+the whole app, then the form), and exempting a view loses nothing.
 """
 from __future__ import annotations
 
 from flask_babel import gettext
-from flask_babel import lazy_gettext as _l
 from flask_wtf import FlaskForm
-from flask_wtf.file import FileField
-from wtforms import BooleanField, EmailField, PasswordField, SelectField, SelectMultipleField, StringField
-from wtforms.validators import DataRequired, EqualTo, Length, ValidationError
+from wtforms import StringField
 
 from core.errors import InvalidInput, KaribuError
-from core.i18n import LANGUAGES, STAFF_LANGUAGES
 
 
-def _strip(value):
+def strip(value):
+    """A field filter: the typed text without the spaces around it."""
     return value.strip() if isinstance(value, str) else value
 
 
@@ -52,199 +51,6 @@ class ActionForm(FlaskForm):
     """A button that changes something and sends no fields besides its CSRF token (revoke, rotate, …)."""
 
 
-ROLE_CHOICES = [("staff", _l("Staff: applicants, cycles, verification")),
-                ("admin", _l("Admin: also API keys, webhooks and users"))]
-
-
-class LoginForm(FlaskForm):
-    email = EmailField(_l("Email"), validators=[DataRequired(_l("Enter your email.")), Length(max=254)])
-    password = PasswordField(_l("Password"), validators=[DataRequired(_l("Enter your password.")), Length(max=200)])
-
-
-class ApiKeyForm(FlaskForm):
-    name = StringField(_l("Key name"),
-                       validators=[DataRequired(_l("Give the key a name.")), Length(max=100)])
-
-
-class NewUserForm(FlaskForm):
-    """An admin's invitation of a colleague (an email with a link to choose their own password)."""
-    email = EmailField(_l("Email"), validators=[DataRequired(_l("Enter an email.")), Length(max=254)])
-    role = SelectField(_l("Role"), choices=ROLE_CHOICES, default="staff")
-
-
-class ForgotPasswordForm(FlaskForm):
-    email = EmailField(_l("Email"), validators=[DataRequired(_l("Enter your email.")), Length(max=254)])
-
-
-class ChooseAccountForm(FlaskForm):
-    """Second sign-in step when one email and password open accounts at several institutions."""
-    account = SelectField(_l("Institution"), choices=[], validate_choice=True)
-
-
-_PASSWORD_HINT = _l("At least 12 characters; not a common password; not your email's name part.")
-
-
-class SetPasswordForm(FlaskForm):
-    """Choose a password: from an invitation or a reset link (the rules are core.accounts.passwords')."""
-    password = PasswordField(_l("New password"), description=_PASSWORD_HINT,
-                             validators=[DataRequired(_l("Enter a password.")), Length(max=200)])
-    confirm = PasswordField(_l("New password again"), validators=[
-        DataRequired(_l("Enter the password again.")), EqualTo("password", _l("The two passwords differ."))])
-
-
-class ChangePasswordForm(SetPasswordForm):
-    current_password = PasswordField(_l("Current password"), validators=[
-        DataRequired(_l("Enter your current password.")), Length(max=200)])
-
-
-class BulkUpdateForm(FlaskForm):
-    """The applicants table's bulk change; the view checks the combination, as the API's PATCH does.
-
-    Every change is confirmed first: `confirmation` is the one-time token of the confirmation the staff member
-    answered (it holds the change and the number selected); `cancel` drops the confirmation.
-    """
-    ids = SelectMultipleField(validate_choice=False)
-    stage = StringField(filters=[_strip])
-    decision = StringField(filters=[_strip])
-    send_decision = BooleanField()
-    confirmation = StringField(filters=[_strip])
-    cancel = StringField(filters=[_strip])
-    back = StringField(filters=[_strip])  # the list page to return to (no-JavaScript confirmation page)
-
-
-class ApplicationStateForm(FlaskForm):
-    """Stage and decision of one application, edited in place on its file (checked by core.applications.state_updates)."""
-    stage = SelectField(_l("Stage"), validate_choice=False)
-    decision = SelectField(_l("Decision"), validate_choice=False)
-
-
-class BulkMatchingForm(FlaskForm):
-    """The bulk change applied to every application matching the list: `matching` is the list's query string."""
-    matching = StringField()
-    stage = StringField(filters=[_strip])
-    decision = StringField(filters=[_strip])
-    send_decision = BooleanField()
-    # Every change is confirmed with a one-time token that holds the change and the number matching (or
-    # dropped with `cancel`).
-    confirmation = StringField(filters=[_strip])
-    cancel = BooleanField()
-
-
-class SavedViewForm(FlaskForm):
-    """Save the list as it is (`query`: its query string) under a name of the user's."""
-    name = StringField(_l("Name of this view"), filters=[_strip], validators=[
-        DataRequired(_l("Give the view a name.")), Length(max=100)])
-    query = StringField()
-
-
-class RoleForm(FlaskForm):
-    role = StringField(filters=[_strip])  # checked by core.accounts.users.set_role
-
-
-class ActiveForm(FlaskForm):
-    active = StringField(filters=[_strip])
-
-
-class WebhookForm(FlaskForm):
-    url = StringField(filters=[_strip])
-    events = SelectMultipleField(validate_choice=False)  # checked by core.webhooks.endpoints.save_endpoint
-    include_name = BooleanField()
-
-
-class RecoverForm(FlaskForm):
-    since = StringField(filters=[_strip])
-
-
-class TestEventForm(FlaskForm):
-    event_type = StringField(filters=[_strip])  # checked by core.webhooks.examples.send_example_event
-
-
-class VerificationForm(FlaskForm):
-    """The issuer's own fields are added per issuer by `verification_form`."""
-    issuer = StringField(filters=[_strip])
-    application = StringField(filters=[_strip])
-    confirm_billing = BooleanField(false_values=("", "false", "no"))
-
-
-def verification_form(issuer: dict) -> VerificationForm:
-    """A VerificationForm with a text field for each of the issuer's request fields."""
-    fields = {field["name"]: StringField(filters=[_strip]) for field in issuer["fields"]}
-    return type(f"{issuer['code'].title()}VerificationForm", (VerificationForm,), fields)()
-
-
 class ResendMessageForm(FlaskForm):
     """Resend one failed message; `source` says which page to answer (`file`: the applicant file's timeline)."""
-    source = StringField(filters=[_strip])
-
-
-class DefaultLanguageForm(FlaskForm):
-    language = SelectField(_l("Language for applicants who did not choose one"),
-                           choices=[(code, name) for code, name in LANGUAGES.items()])
-
-
-class SendDecisionForm(FlaskForm):
-    """Sending a decision: the first post asks for a confirmation, the second (`confirm`) sends."""
-    confirm = BooleanField()
-
-
-class RecordAnswerForm(FlaskForm):
-    response = SelectField(_l("Applicant's answer"), choices=[("accepted", _l("Accepted the decision")),
-                                                             ("declined", _l("Declined the decision"))],
-                           validators=[DataRequired(_l("Choose the applicant's answer."))])
-
-
-class DataExportForm(FlaskForm):
-    reason = StringField(_l("Why is this export asked for?"), validators=[
-        DataRequired(_l("Say why (e.g. the applicant's request and its reference).")), Length(max=500)])
-
-
-class DataErasureForm(FlaskForm):
-    # Its own id: the export form on the same page has a `reason` too, and a label must name one field.
-    reason = StringField(_l("Why is this erasure asked for?"), id="erase-reason", validators=[
-        DataRequired(_l("Say why (e.g. the applicant's request and its reference).")), Length(max=500)])
-    confirm = StringField(_l("Type ERASE to confirm"), validators=[DataRequired(_l("Type ERASE to confirm."))])
-    force = BooleanField(_l("Erase even though a sent decision awaits the applicant's answer"))
-
-    def validate_confirm(self, field):
-        if (field.data or "").strip() != "ERASE":
-            raise ValidationError(_l("Type ERASE (in capitals) to confirm."))
-
-
-class TwoFactorCodeForm(FlaskForm):
-    code = StringField(_l("Code"), filters=[_strip], validators=[
-        DataRequired(_l("Type the code.")), Length(max=40)])
-
-
-class TwoFactorDisableForm(FlaskForm):
-    proof = PasswordField(_l("Your password, or a code from your app or a recovery code"), validators=[
-        DataRequired(_l("Type your password or a code.")), Length(max=200)])
-
-
-class AdminTwoFactorForm(FlaskForm):
-    required = BooleanField(_l("Require two-factor sign-in for admins"))
-
-
-class TimeZoneForm(FlaskForm):
-    """The institution's time zone; the empty choice follows the zone of the institution's country."""
-    time_zone = SelectField(_l("Time zone"), validate_choice=False, filters=[_strip])
-
-
-class LanguageForm(FlaskForm):
-    language = SelectField(_l("Language of the portal"),
-                           choices=[(code, name) for code, name in STAFF_LANGUAGES.items()],
-                           validators=[DataRequired(_l("Choose a language."))])
-
-
-class IdentityForm(FlaskForm):
-    """What applicants see of the institution; every value is checked by core.institutions.identity (an empty
-    one restores the default)."""
-    display_name = StringField(_l("Name shown to applicants"))
-    brand_colour = StringField(_l("Brand colour"))
-    contact_email = StringField(_l("Contact email"))
-    website = StringField(_l("Website"))
-    footer = StringField(_l("Footer line"))
-
-
-class LogoForm(FlaskForm):
-    """The institution's logo (checked and re-encoded by core.institutions.identity.set_logo)."""
-    logo = FileField(_l("Logo file"))
+    source = StringField(filters=[strip])

@@ -54,7 +54,7 @@ def deep_cursors() -> tuple[dict[str, tuple[str, str]], str]:
     from core.applications.listing.query import parse_application_query
     from core.applications.overview import current_cycle
     from core.scoping import InstitutionScope
-    from portal.applicant_list import DEFAULT_SORT
+    from portal.applicants.listing import DEFAULT_SORT
     from wsgi import create_app
 
     app = create_app()

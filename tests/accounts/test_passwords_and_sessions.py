@@ -127,7 +127,7 @@ def test_forgot_answers_the_same_for_known_and_unknown_addresses(mail_app, smtp,
 def test_forgot_is_throttled_per_email_and_per_address(mail_app, factory, app, monkeypatch):
     monkeypatch.setitem(app.config, "PORTAL_FORGOT_EMAIL_RATE_LIMIT", "2/hour")
     monkeypatch.setitem(app.config, "PORTAL_FORGOT_ADDRESS_RATE_LIMIT", "4/hour")
-    monkeypatch.setattr("portal.auth.FORGOT_RESPONSE_SECONDS", 0.0)
+    monkeypatch.setattr("portal.accounts.sign_in.FORGOT_RESPONSE_SECONDS", 0.0)
     factory.user(factory.institution(), email="target@example.ac.rw")
     answers = {}
     for email in ("target@example.ac.rw", "ghost@example.ac.rw"):

@@ -303,10 +303,10 @@ def test_another_institution_cannot_see_a_bulk_change(staff, portal_as, factory)
 
 
 def test_searches_are_counted_up_to_a_cap(staff, factory, monkeypatch):
-    import portal.applicant_list
-    import portal.applicants
-    monkeypatch.setattr(portal.applicant_list, "COUNT_CAP", 2)
-    monkeypatch.setattr(portal.applicants, "COUNT_CAP", 2)
+    import portal.applicants.listing
+    import portal.applicants.views
+    monkeypatch.setattr(portal.applicants.listing, "COUNT_CAP", 2)
+    monkeypatch.setattr(portal.applicants.views, "COUNT_CAP", 2)
     for number in range(3):
         factory.application(staff.institution, first_name=f"Capped{number}")
     factory.application(staff.institution, first_name="Other")

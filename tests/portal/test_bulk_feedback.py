@@ -126,7 +126,7 @@ def test_a_refusal_without_javascript_names_the_rows_in_the_message(staff, facto
 def test_without_redis_a_confirmed_change_is_refused_whole(staff, factory, app, monkeypatch):
     from redis import RedisError
 
-    import portal.applicant_list
+    import portal.applicants.listing
 
     class Unreachable:
         def set(self, *args, **kwargs):
@@ -135,7 +135,7 @@ def test_without_redis_a_confirmed_change_is_refused_whole(staff, factory, app, 
     ids = [factory.application(staff.institution).id for _ in range(2)]
     change = {"ids": ids, "decision": "accepted"}
     token = confirmation_token(staff.post("/applicants/bulk", change, htmx=True))
-    monkeypatch.setattr(portal.applicant_list, "redis_connection", lambda: Unreachable())
+    monkeypatch.setattr(portal.applicants.listing, "redis_connection", lambda: Unreachable())
     refused = staff.post("/applicants/bulk", {**change, "confirmation": token}, htmx=True)
     assert refused.status_code == 503 and "nothing was changed" in _text(refused)
     assert set(_decisions(app, ids).values()) == {"none"}

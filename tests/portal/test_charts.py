@@ -2,7 +2,7 @@ from datetime import date
 
 import pytest
 
-from portal.charts import daily_chart, fill_days, nice_step
+from portal.dashboard.charts import daily_chart, fill_days, nice_step
 
 
 @pytest.mark.parametrize(

@@ -52,9 +52,9 @@ def test_every_state_changing_portal_route_needs_a_csrf_token(app, admin):
 
 
 @pytest.mark.parametrize("view, route", [
-    ("portal.webhooks.webhooks_rotate", "POST /webhooks/rotate"),
-    ("portal.users.users_role", "POST /users/x/role"),
-    ("portal.public.respond_to_decision", "POST /decisions/respond/x"),
+    ("portal.webhooks.views.webhooks_rotate", "POST /webhooks/rotate"),
+    ("portal.accounts.users.users_role", "POST /users/x/role"),
+    ("portal.public.views.respond_to_decision", "POST /decisions/respond/x"),
 ])
 def test_the_check_notices_a_route_exempted_from_csrf(app, admin, monkeypatch, view, route):
     monkeypatch.setattr(csrf, "_exempt_views", csrf._exempt_views | {view})
@@ -64,7 +64,7 @@ def test_the_check_notices_a_route_exempted_from_csrf(app, admin, monkeypatch, v
 
 def test_an_exempted_form_still_checks_its_token(app, admin, factory, monkeypatch):
     """Defence in depth: every portal POST reads a Flask-WTF form, which checks the token itself."""
-    monkeypatch.setattr(csrf, "_exempt_views", csrf._exempt_views | {"portal.users.users_role"})
+    monkeypatch.setattr(csrf, "_exempt_views", csrf._exempt_views | {"portal.accounts.users.users_role"})
     colleague = factory.user(admin.institution, role="staff")
     response = admin.post(f"/users/{colleague.id}/role", {"role": "admin"}, csrf=False)
     assert response.status_code == 400

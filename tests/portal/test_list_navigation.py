@@ -17,8 +17,8 @@ def _text(response) -> str:
 
 @pytest.fixture
 def small_pages(monkeypatch):
-    import portal.applicants
-    monkeypatch.setattr(portal.applicants, "PAGE_SIZE", 2)
+    import portal.applicants.views
+    monkeypatch.setattr(portal.applicants.views, "PAGE_SIZE", 2)
 
 
 def test_load_more_says_how_many_are_shown_of_how_many_match(staff, factory, small_pages):
@@ -38,10 +38,10 @@ def test_load_more_says_how_many_are_shown_of_how_many_match(staff, factory, sma
 
 
 def test_load_more_says_more_than_the_cap_when_the_count_stopped(staff, factory, small_pages, monkeypatch):
-    import portal.applicant_list
-    import portal.applicants
-    monkeypatch.setattr(portal.applicant_list, "COUNT_CAP", 2)
-    monkeypatch.setattr(portal.applicants, "COUNT_CAP", 2)
+    import portal.applicants.listing
+    import portal.applicants.views
+    monkeypatch.setattr(portal.applicants.listing, "COUNT_CAP", 2)
+    monkeypatch.setattr(portal.applicants.views, "COUNT_CAP", 2)
     for number in range(3):
         factory.application(staff.institution, first_name=f"Capped{number}")
     _url, label = LOAD_MORE.search(_text(staff.get("/applicants?q=capped"))).groups()

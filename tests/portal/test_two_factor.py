@@ -220,7 +220,7 @@ def test_a_pending_sign_in_opens_no_page(app, staff):
 def test_an_expired_pending_sign_in_starts_over(app, staff, monkeypatch):
     secret, _ = enrol(staff)
     sign_out(staff)
-    monkeypatch.setattr("portal.pending_sign_in.PENDING_SECONDS", -1)
+    monkeypatch.setattr("portal.accounts.pending_sign_in.PENDING_SECONDS", -1)
     sign_in(staff.client, staff.user.email)
     response = send_code(staff.client, next_step_code(secret), token_from="/login")
     assert response.status_code == 302 and response.headers["Location"] == "/login"

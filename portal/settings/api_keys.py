@@ -9,7 +9,8 @@ from flask_babel import gettext as _
 from core.accounts.api_keys import create_api_key, list_api_keys, revoke_api_key
 from core.models import ApiKey
 from portal import bp
-from portal.forms import ActionForm, ApiKeyForm, submitted
+from portal.forms import ActionForm, submitted
+from portal.settings.forms import ApiKeyForm
 from portal.rendering import is_partial_request, render_page
 from portal.security import admin_required, audit
 

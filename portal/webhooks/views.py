@@ -42,10 +42,11 @@ from core.webhooks.log import (
 from core.webhooks.schedule import DISABLE_AFTER_CONSECUTIVE_FAILURES
 from core.webhooks.urls import dev_receiver_origin, masked_url
 from portal import bp
-from portal.forms import ActionForm, RecoverForm, TestEventForm, WebhookForm, submitted
+from portal.forms import ActionForm, submitted
 from portal.rendering import datetime_text, display_zone, is_partial_request, render_page
 from portal.security import admin_required, audit
-from portal.webhook_errors import error_class_label, explain_failure
+from portal.webhooks.forms import RecoverForm, TestEventForm, WebhookForm
+from portal.webhooks.failures import error_class_label, explain_failure
 
 LOG_PAGE_SIZE = 25
 EVENT_DESCRIPTIONS = {

@@ -33,9 +33,10 @@ from core.models import User
 from core.accounts.sessions import end_session, start_session
 from core.accounts.users import check_credentials, load_active_user, normalise_email, record_sign_in
 from portal import bp
-from portal.forms import ActionForm, ChooseAccountForm, ForgotPasswordForm, LoginForm, SetPasswordForm, submitted
+from portal.accounts.forms import ChooseAccountForm, ForgotPasswordForm, LoginForm, SetPasswordForm
+from portal.forms import ActionForm, submitted
 from portal.limiter import limiter
-from portal.pending_sign_in import start_pending_sign_in
+from portal.accounts.pending_sign_in import start_pending_sign_in
 from portal.rendering import render_page
 from portal.security import SESSION_RECORD_KEY, audit, bind_session_to_client, safe_next, staff_required
 

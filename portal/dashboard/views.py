@@ -7,7 +7,7 @@ from core.models import Cycle
 from core.applications.overview import current_cycle, cycles
 from core.applications.overview import dashboard as dashboard_figures
 from portal import bp
-from portal.charts import daily_chart, fill_days
+from portal.dashboard.charts import daily_chart, fill_days
 from portal.rendering import render_page
 from portal.security import staff_required
 

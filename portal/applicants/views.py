@@ -31,14 +31,13 @@ from core.applications.xlsx_export import CONTENT_TYPE as XLSX_CONTENT_TYPE
 from core.applications.xlsx_export import export_list_xlsx
 from core.vocabulary import VOCABULARY, words
 from portal import bp
-from portal.applicant_list import (
+from portal.applicants.listing import (
     COLUMNS, COUNT_CAP, DEFAULT_SORT, SORT_CHOICES, ListState, confirmation_context, count_is_capped,
     list_url_from, load_more_text, match_count_text, saved_views_context, use_confirmation,
 )
-from portal.applicant_timeline import DECISION_LABELS, timeline_context
-from portal.forms import (
-    ApplicationStateForm, BulkUpdateForm, RecordAnswerForm, SendDecisionForm, submitted,
-)
+from portal.applicants.timeline import DECISION_LABELS, timeline_context
+from portal.applicants.forms import ApplicationStateForm, BulkUpdateForm, RecordAnswerForm, SendDecisionForm
+from portal.forms import submitted
 from portal.rendering import datetime_text, display_zone, is_partial_request, render_page
 from portal.security import audit, safe_next, staff_actor, staff_required
 

@@ -27,8 +27,9 @@ from core.messages.plan import plan_matching_sends
 from core.applications.listing.query import Sort
 from core.accounts.saved_views import delete_view, list_views, save_view
 from portal import bp
-from portal.applicant_timeline import DECISION_LABELS
-from portal.forms import ActionForm, BulkMatchingForm, SavedViewForm, submitted
+from portal.applicants.timeline import DECISION_LABELS
+from portal.applicants.forms import BulkMatchingForm, SavedViewForm
+from portal.forms import ActionForm, submitted
 from portal.rendering import is_partial_request, render_page
 from portal.security import audit, safe_next, staff_required
 

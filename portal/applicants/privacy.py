@@ -11,7 +11,7 @@ from core.audit.recording import AuditEntry
 from core.errors import Conflict, InvalidInput
 from core.privacy.subject_requests import awaiting_answer, collect, erase, export_zip, find_applicant
 from portal import bp
-from portal.forms import DataErasureForm, DataExportForm
+from portal.applicants.forms import DataErasureForm, DataExportForm
 from portal.rendering import render_page
 from portal.security import admin_required
 

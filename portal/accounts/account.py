@@ -16,8 +16,9 @@ from core.accounts.sessions import describe_user_agent, end_all_sessions, end_se
 from core.models.accounts import StaffSession
 from core.accounts.users import change_password
 from portal import bp
-from portal.auth import complete_sign_in
-from portal.forms import ActionForm, ChangePasswordForm, submitted
+from portal.accounts.sign_in import complete_sign_in
+from portal.accounts.forms import ChangePasswordForm
+from portal.forms import ActionForm, submitted
 from portal.rendering import datetime_text, render_page
 from portal.security import SESSION_RECORD_KEY, audit, staff_required
 

@@ -15,7 +15,8 @@ from core.errors import InvalidInput, KaribuError
 from core.models import utcnow
 from core.accounts.users import list_users, set_active, set_role
 from portal import bp
-from portal.forms import ActionForm, ActiveForm, NewUserForm, RoleForm, submitted
+from portal.accounts.forms import ActiveForm, NewUserForm, RoleForm
+from portal.forms import ActionForm, submitted
 from portal.rendering import is_partial_request, render_page
 from portal.security import admin_required, audit
 

@@ -15,9 +15,9 @@ from core.i18n import supported_language
 from core.messages.composition import preview_decision_email
 from core.models import Application
 from portal import bp
-from portal.applicant_timeline import DECISION_LABELS
-from portal.messages import EMAIL_PREVIEW_POLICY
-from portal.public import answer_page_preview
+from portal.applicants.timeline import DECISION_LABELS
+from portal.messages.views import EMAIL_PREVIEW_POLICY
+from portal.public.views import answer_page_preview
 from portal.rendering import render_page
 from portal.security import audit, staff_required
 

@@ -14,10 +14,11 @@ from core.accounts import two_factor
 from core.config import settings
 from core.scoping import InstitutionScope
 from portal import bp
-from portal.auth import complete_sign_in, renew_session_record
-from portal.forms import ActionForm, AdminTwoFactorForm, TwoFactorCodeForm, TwoFactorDisableForm, submitted
+from portal.accounts.sign_in import complete_sign_in, renew_session_record
+from portal.accounts.forms import AdminTwoFactorForm, TwoFactorCodeForm, TwoFactorDisableForm
+from portal.forms import ActionForm, submitted
 from portal.limiter import limiter
-from portal.pending_sign_in import PENDING_KEY, end_pending_sign_in, pending_sign_in
+from portal.accounts.pending_sign_in import PENDING_KEY, end_pending_sign_in, pending_sign_in
 from portal.rendering import render_page
 from portal.security import SESSION_RECORD_KEY, admin_required, audit, staff_required
 

@@ -24,9 +24,10 @@ from core.accounts.preferences import (
     set_user_language, time_zone_groups, user_language, zone_info,
 )
 from portal import bp
-from portal.forms import ActionForm, IdentityForm, LanguageForm, LogoForm, TimeZoneForm, field_label, submitted
+from portal.forms import ActionForm, field_label, submitted
 from portal.rendering import render_page
 from portal.security import admin_required, audit, safe_next, staff_required
+from portal.settings.forms import IdentityForm, LanguageForm, LogoForm, TimeZoneForm
 
 
 # The groups of the time-zone picker in words (UTC is its own name in every language).

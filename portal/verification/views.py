@@ -23,10 +23,11 @@ from core.verification.service import (
 )
 from core.verification.validation import INVALID_REQUEST
 from portal import bp
-from portal.forms import VerificationForm, submitted, verification_form
+from portal.forms import submitted
 from portal.limiter import limiter
 from portal.rendering import render_page
 from portal.security import audit, staff_required
+from portal.verification.forms import VerificationForm, verification_form
 
 TRIAL_ACTOR = "trial"
 

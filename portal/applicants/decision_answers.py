@@ -8,8 +8,8 @@ from core.applications.applicant_file import applicant_file
 from core.applications.decision_answers import record_decision_response_by_staff
 from core.errors import InvalidInput, NotFound
 from portal import bp
-from portal.applicant_timeline import DECISION_LABELS
-from portal.forms import RecordAnswerForm
+from portal.applicants.timeline import DECISION_LABELS
+from portal.applicants.forms import RecordAnswerForm
 from portal.rendering import is_partial_request, render_page
 from portal.security import audit, staff_actor, staff_required
 

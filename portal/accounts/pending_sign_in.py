@@ -1,8 +1,8 @@
 """A sign-in halfway through: the password was right, the second factor (or the forced enrolment) is to come.
 
 Kept in the signed session cookie under its own key: the user's id, an expiry and where to go afterwards.
-It grants nothing: Flask-Login knows no user until `portal.auth.complete_sign_in` runs, so every portal page
-still answers "sign in first".
+It grants nothing: Flask-Login knows no user until `portal.accounts.sign_in.complete_sign_in` runs, so every
+portal page still answers "sign in first".
 """
 from __future__ import annotations
 

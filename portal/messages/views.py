@@ -13,8 +13,9 @@ from core.messages.log import (
 )
 from core.models.messages import CHANNELS, MESSAGE_STATUSES, SENDABLE_MESSAGE_STATUSES
 from portal import bp
-from portal.applicant_timeline import render_timeline
-from portal.forms import DefaultLanguageForm, ResendMessageForm
+from portal.applicants.timeline import render_timeline
+from portal.forms import ResendMessageForm
+from portal.messages.forms import DefaultLanguageForm
 from portal.rendering import is_partial_request, render_page
 from portal.security import admin_required, audit, staff_required
 

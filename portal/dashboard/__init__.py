@@ -1,0 +1,3 @@
+"""The overview pages: the dashboard with its chart of applications per day, and the cycles with their programs."""
+# The views register on `portal.bp`.
+from portal.dashboard import cycles, views  # noqa: F401
