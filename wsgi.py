@@ -128,11 +128,8 @@ def register_request_id(app: Flask) -> None:
 
 
 def register_audit(app: Flask) -> None:
-    """The one writer of audit rows: after each request that declared an `AuditEntry` in `g.audit`.
-
-    The API and the callbacks declare one for every request, the portal and public pages in the views that
-    act (see core/audit/recording.py). Path parameters named like secrets (`<token>`, …) never reach the row.
-    """
+    """The one writer of audit rows: after each request that declared an `AuditEntry` in `g.audit`, its path with
+    secret-named parameters redacted."""
     @app.before_request
     def start_clock():
         g.request_started = time.perf_counter()
@@ -153,9 +150,8 @@ def register_audit(app: Flask) -> None:
 
 
 def register_input_guard(app: Flask) -> None:
-    """Before any hook that reads the request (CSRF, sign-in, limits, the API's gate): a path, query, form,
-    header or cookie that is not text, or a body that cannot be read, is refused with a 400 in the shape of the
-    path, and audited (ops/input_guard.py). The refusal comes before sign-in is read: its actor is anonymous."""
+    """First of the request hooks: input that is not text, or a body that cannot be read, is refused with a 400
+    in the path's shape and audited (anonymous: sign-in is not read yet)."""
     @app.before_request
     def refuse_input_that_is_not_text():
         try:

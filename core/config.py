@@ -1,10 +1,5 @@
-"""Configuration from environment variables (and a `.env` file in development).
-
-Every setting is documented in the README with its default. `create_app` builds one `Settings` from the
-environment, `.env` and its overrides (`Settings.from_environment(overrides)`) and keeps it in the app's config
-(`SettingsConfig`); every package reads it with `settings()`, typed. The Flask config also holds the values
-under the same names, for Flask and its extensions, which read their own keys there.
-"""
+"""Configuration from environment variables (and a `.env` file in development), read by every package through
+`settings()`; each setting is documented in the README."""
 from __future__ import annotations
 
 import os
@@ -222,13 +217,8 @@ class Settings(BaseModel):
 
     @classmethod
     def from_environment(cls, overrides: Mapping[str, Any] | None = None) -> Settings:
-        """`overrides` (a test's, `create_app`'s argument) over the process environment over a `.env` file in the
-        working directory (UTF-8), names matched without regard to case (other names are ignored); values are
-        validated (and converted: "true", "0.5", "25") by the fields' types, and a bad one is a
-        `ConfigurationError` naming the setting (not its value: it could be a secret).
-
-        What pydantic-settings did here, without loading it (and the PyYAML it imports) into every web worker.
-        """
+        """Settings from `overrides` over the environment over `./.env` (names case-insensitive), converted by the
+        fields' types; a bad value is a `ConfigurationError` naming the setting, not its value."""
         by_upper_name = {name.upper(): name for name in cls.model_fields}
         values = {}
         for source in (dotenv_values(".env", encoding="utf-8"), os.environ, overrides or {}):
@@ -258,11 +248,8 @@ class Settings(BaseModel):
         return self.RATELIMIT_STORAGE_URI or self.REDIS_URL
 
     def redis_options(self) -> dict:
-        """Keyword arguments of every Redis client: fail fast rather than hang when Redis is down or frozen.
-
-        One immediate retry on a connection error (a pooled connection that Redis closed), none on a timeout:
-        redis-py's default of three retries with exponential back-off would hold a request for seconds.
-        """
+        """Keyword arguments of every Redis client: one immediate retry on a connection error, none on a timeout,
+        so nothing hangs when Redis is down or frozen."""
         return {"socket_timeout": self.REDIS_SOCKET_TIMEOUT, "socket_connect_timeout": self.REDIS_CONNECT_TIMEOUT,
                 "retry": Retry(NoBackoff(), retries=1, supported_errors=(RedisConnectionError,))}
 
@@ -291,15 +278,8 @@ def check_startup_settings(config: Settings) -> None:
 
 
 class SettingsConfig(Config):
-    """The Flask config of a Karibu app (`Flask.config_class`), holding the app's `Settings` in `settings`.
-
-    `use(settings)` puts a `Settings` in place and copies its values (and the Flask keys derived from them:
-    `Settings.flask_config()`) into the mapping. Afterwards a write of a setting's name, whoever makes it (a
-    test's `monkeypatch.setitem(app.config, …)`, `create_app` storing the resolved SECRET_KEY), goes to the
-    `Settings` too, validated and converted, so `settings()` sees every change made through the config. (The
-    derived Flask keys are not recomputed: a test that changes the database or the body limit of a running
-    app writes Flask's key itself.)
-    """
+    """The Flask config of a Karibu app (`Flask.config_class`), holding its `Settings` in `settings`; a write of a
+    setting's name goes to the `Settings` too, validated (derived Flask keys are not recomputed)."""
 
     def __init__(self, root_path, defaults=None):
         super().__init__(root_path, defaults)
@@ -331,11 +311,8 @@ class SettingsConfig(Config):
 
 
 def settings() -> Settings:
-    """The running app's typed settings: the one way every package reads configuration.
-
-    The instance `create_app` built (environment, `.env`, its overrides) and kept in the app's config, with any
-    later change of the config applied (see `SettingsConfig`); no copy is made per call.
-    """
+    """The running app's typed settings (the instance `create_app` built, with later config writes applied): the
+    one way every package reads configuration."""
     config = current_app.config
     if not isinstance(config, SettingsConfig):
         raise RuntimeError("settings() needs an app whose config_class is core.config.SettingsConfig "

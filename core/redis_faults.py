@@ -1,12 +1,5 @@
-"""Redis faults the web app rode out: logged once each, and counted per component (in this process for
-/healthz, and as `karibu_redis_faults_total` for /metrics, summed over gunicorn's workers).
-
-Redis holds rate-limit counters and wakes workers; the database holds everything that matters. So when Redis
-is down or frozen, requests go on: the rate limiter counts in-process until Redis answers again, and a drain
-job that cannot be queued is left to the periodic sweep. A component on the request path that met a fault
-leaves Redis alone for a while (`RedisBackoff`), and skips it for the rest of a request (an app context) that
-already met a fault elsewhere (the rate limiter's): a request pays at most one timeout, even when Redis is frozen.
-"""
+"""Redis faults the web app rode out: logged once each, counted per component (for /healthz and as
+`karibu_redis_faults_total`), and the back-off that keeps a request to at most one timeout."""
 from __future__ import annotations
 
 import logging
@@ -69,13 +62,8 @@ def record_redis_fault(component: str, error: BaseException) -> None:
 
 
 class RedisBackoff:
-    """When a component of the request path may try Redis again after a fault.
-
-    After a fault it skips Redis for `first` seconds, then twice as long after each further fault, up to
-    `longest`; when the pause is over one caller tries (the others still skip until it has an answer), and a
-    success ends the back-off. It also skips in a request (an app context) that already met a fault of another
-    component (the rate limiter's), so one request never waits for two timeouts.
-    """
+    """When a component of the request path may try Redis again after a fault: `first` seconds, doubling up to
+    `longest`, one caller probing; skipped too in a request that already met a fault elsewhere."""
 
     def __init__(self, component: str, first: float = 1.0, longest: float = 2.0):
         self.component, self.first, self.longest = component, first, longest

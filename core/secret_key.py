@@ -1,11 +1,5 @@
-"""`SECRET_KEY` at start-up: never a public default, never a weak key.
-
-It signs sessions, cursors and decision links and derives the key that encrypts webhook secrets, so a known
-or guessable value hands all of them to anyone. Unset, a random key is generated once and kept in a file of
-the instance folder (mode 0600) that every later start reuses; several machines must share one key, so a
-warning says to set it explicitly there. A key must be long and random (not a repeated or low-variety
-string); a key file that other users may read stops the start, and a readable `.env` is warned about.
-"""
+"""`SECRET_KEY` at start-up: never a public default, never a weak key; unset, one generated once into the
+instance folder's key file."""
 from __future__ import annotations
 
 import base64
@@ -83,12 +77,8 @@ def _predictability(key: str) -> str:
 
 
 def _read_or_create(key_file: Path) -> str:
-    """Read the key file, creating it first if absent; safe when several processes start at once.
-
-    The new key is written to a private temporary file and linked into place, which fails if another
-    process got there first: then its key is read, so every process ends up with the same one. A key file
-    that other users may read (group or other permission bits) is refused: its key must be taken as known.
-    """
+    """Read the key file, creating it first if absent (safe when several processes start at once); refused when
+    other users may read it."""
     if not key_file.exists():
         key_file.parent.mkdir(parents=True, exist_ok=True)
         temporary = key_file.with_name(f".{key_file.name}.{os.getpid()}.{secrets.token_hex(4)}")
@@ -126,12 +116,8 @@ def warn_about_readable_dotenv(dotenv: Path, log: logging.Logger) -> None:
 
 @cache
 def derived_fernet(secret_key: str, label: bytes):
-    """A Fernet box (AES-128-CBC + HMAC) under a key derived from `secret_key` by HKDF-SHA256 with its own
-    `label`, so each use of SECRET_KEY (webhook secrets, two-factor secrets) has a key of its own.
-
-    `cryptography` (a heavy import) is imported here, when a secret is first stored or read, not by every
-    web worker at start.
-    """
+    """A Fernet box (AES-128-CBC + HMAC) under a key derived from `secret_key` by HKDF-SHA256 with `label`, one
+    key per use of SECRET_KEY (webhook secrets, two-factor secrets)."""
     from cryptography.fernet import Fernet
     from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.kdf.hkdf import HKDF

@@ -1,9 +1,4 @@
-"""Self-renewing job chains on RQ's scheduler (the sweep, the daily retention purge): is one alive?
-
-Redis holds the id of a chain's next job. The chain is alive only while that job can still run: a job
-that failed, was stopped or is gone (RQ keeps failed jobs for a while, so `Job.exists` is not enough)
-means the chain ended and a worker starts a new one at its next maintenance pass.
-"""
+"""Self-renewing job chains on RQ's scheduler (the sweep, the daily retention purge): is one alive?"""
 from __future__ import annotations
 
 from rq.exceptions import NoSuchJobError

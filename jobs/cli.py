@@ -35,12 +35,6 @@ LANE_STOP_SECONDS = 40.0
 def worker_command(queues: str, burst: bool, lanes: bool) -> None:
     """Run an RQ worker (with the scheduler) for Karibu's queues; it keeps the webhook sweep going. Webhook
     deliveries and messages drain on lanes of their own (jobs/lanes.py), beside the jobs RQ runs.
-
-    The process outlives Redis and database outages of any length: it waits for both (capped back-off,
-    logged, counted in `karibu_worker_connection_failures_total`) before it starts a worker, an idle worker
-    waits out Redis in its heartbeat and the database at its maintenance pass, and when RQ's loop quits on an
-    error a new worker starts after a back-off pause. It stops only when asked to (SIGTERM/SIGINT) or, with
-    --burst, when the queues are empty.
     """
     config = settings()
     if config.WORKER_METRICS_PORT:

@@ -87,9 +87,8 @@ def stop_lanes(timeout: float) -> None:
 
 
 def wake(name: str, queue_name: str, job: str, hops: int) -> bool:
-    """Wake this process's lane `name`; when it is draining already, queue the job again (`hops` + 1) for
-    another worker unless it went round PASS_ON_HOPS times. False when this process has no such lane (the
-    caller drains itself)."""
+    """Wake this process's lane `name` (already draining: requeue the job, `hops` + 1, below PASS_ON_HOPS);
+    False when this process has no such lane (the caller drains itself)."""
     lane = _lanes.get(name)
     if lane is None:
         return False
@@ -111,9 +110,8 @@ def without_raising(redis_step: Callable[[], object]) -> None:
 
 @dataclass(frozen=True)
 class OutboxLane:
-    """One outbox as a worker drains it: its wake-up signal (whose name is the lane's) and its drain, a function
-    `(on_backlog=...) -> DrainResult`. Both kinds drain alike: a drain that finds a backlog wakes another worker
-    (once); a lane drains again at once while rows are due; a drain run as a job queues its follow-up."""
+    """One outbox as a worker drains it: its wake-up signal (named as the lane) and its drain, a function
+    `(on_backlog=...) -> DrainResult`."""
 
     signal: DrainSignal
     drain: Callable[..., DrainResult]

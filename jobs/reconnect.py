@@ -1,11 +1,5 @@
-"""Waiting out a Redis or database outage in a worker: capped exponential back-off with jitter.
-
-The probe is cheap (a PING, a `SELECT 1`), so it runs often: 0.5 s doubling to 2.5 s, and deliveries resume
-within a few seconds of the server returning. Every failed probe increments
-`karibu_worker_connection_failures_total{dependency}`; the log says when the outage began, every 30 s while it
-lasts, and when it ended (one line each, no stack trace). When the server is back, the worker sweeps at once:
-due deliveries and messages whose jobs were lost with Redis, or failed with the database, are queued again.
-"""
+"""Waiting out a Redis or database outage in a worker: capped exponential back-off with jitter, each failed
+probe logged and counted."""
 from __future__ import annotations
 
 import logging

@@ -1,8 +1,4 @@
-"""The daily retention purge, run by RQ's built-in scheduler as a self-renewing chain (like the sweep).
-
-One chain is live at a time (Redis holds the id of its next job), however many workers run; workers
-restart it at their maintenance pass when Redis lost it.
-"""
+"""The daily retention purge, run by RQ's built-in scheduler as a self-renewing chain (like the sweep)."""
 from __future__ import annotations
 
 import logging

@@ -59,11 +59,8 @@ def ensure_sweep_scheduled() -> bool:
 
 
 class SweepingWorker(SimpleWorker):
-    """An RQ worker that keeps the sweep going and never dies of a job's broken database connection.
-
-    Jobs run in the worker process itself (no fork per job), so the webhook transport keeps its keep-alive
-    connections and the database pool its connections; each job gets a fresh session.
-    """
+    """An RQ worker that keeps the sweep going, runs jobs in its own process (a fresh session each) and never
+    dies of a job's broken database connection."""
 
     # RQ's own retry of a dequeue cut by Redis; the heartbeat below then waits out the outage itself.
     max_connection_wait_time = 5.0
@@ -87,11 +84,7 @@ class SweepingWorker(SimpleWorker):
             discard_session()  # a failed job never leaves a broken transaction for the next one
 
     def heartbeat(self, timeout=None, pipeline=None):
-        """A heartbeat that finds Redis down waits (with back-off, logged and counted) until it is back.
-
-        RQ's idle loop starts every wait for a job with a heartbeat, so this is where an idle worker sits out
-        an outage of any length, then goes back to work by itself.
-        """
+        """A heartbeat that finds Redis down waits (with back-off, logged and counted) until it is back."""
         if pipeline is not None:  # only queued on the pipeline: nothing is sent yet
             return super().heartbeat(timeout, pipeline)
         try:

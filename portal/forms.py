@@ -1,8 +1,4 @@
-"""The form helpers of every area and the forms two areas share; an area's own forms are in its `forms.py`.
-
-Every POST reads its fields through a Flask-WTF form, so every POST checks its CSRF token twice (CSRFProtect for
-the whole app, then the form), and exempting a view loses nothing.
-"""
+"""The form helpers of every area and the forms two areas share; an area's own forms are in its `forms.py`."""
 from __future__ import annotations
 
 from flask_babel import gettext

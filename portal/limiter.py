@@ -1,9 +1,5 @@
 """The portal's rate limits (Flask-Limiter): sign-in, forgotten passwords, two-factor codes, `/try` and the
-public forms, declared on their views with `limiter.limit(...)`.
-
-The API counts its own requests (api/rate_limits.py), under the same storage and key prefix; `wsgi.py` keeps
-Flask-Limiter off its paths.
-"""
+public forms, declared on their views with `limiter.limit(...)`."""
 from __future__ import annotations
 
 from flask_limiter import Limiter
@@ -16,9 +12,8 @@ limiter = Limiter(key_func=get_remote_address, headers_enabled=False)
 
 
 def probe_storage_once_per_request() -> None:
-    """After a storage fault Flask-Limiter pings Redis again to see whether it recovered, in the same request
-    that just waited for the fault: with Redis frozen, a second timeout. The ping is skipped in a request that
-    already met a fault (the next request probes), so a request waits for one timeout at most."""
+    """Skip Flask-Limiter's recovery ping of its storage in a request that already met a Redis fault (the next
+    request probes), so a request waits for one timeout at most."""
     storage = limiter.storage
     check = storage.check
 

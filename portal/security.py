@@ -51,10 +51,7 @@ def configure_app(app: Flask) -> None:
     login_manager.login_message = _l("Sign in to continue.")
     login_manager.localize_callback = str  # the lazy message in the language of the request that flashes it
     login_manager.login_message_category = "info"
-    # Flask-Login's own session protection binds a session to an identifier that reads X-Forwarded-For from the
-    # client whatever the deployment; the portal binds it itself (`bind_session_to_client`, checked by
-    # `_load_user`) to the client address, which ProxyFix takes from that header only when PROXY_COUNT says a
-    # proxy sets it.
+    # Off: the portal binds sessions to the client itself (`bind_session_to_client`; docs/design-notes.md).
     login_manager.session_protection = None
     app.after_request(_add_security_headers)
 
@@ -78,13 +75,8 @@ def _session_from_its_client() -> bool:
 
 @login_manager.user_loader
 def _load_user(user_id: str):
-    """The signed-in user of a request (Flask-Login asks on the first use of `current_user`; every portal
-    response reads it): only from the client the session was started from, only while the account is active
-    and the browser's session record is live (an ended record, after sign-out, a password change…, makes any
-    copy of the cookie worthless).
-
-    A session cookie replayed from another address or browser signs nobody in, and its session is dropped.
-    """
+    """The signed-in user of a request, or None: only from the client the session was started from, while the
+    account is active and its session record live (else the session is dropped)."""
     if not _session_from_its_client():
         session.clear()
         return None
@@ -153,11 +145,8 @@ def staff_actor() -> Actor:
 
 
 def audit(action: str, target: str = "", status: int | None = None, user=None) -> None:
-    """Declare this request's audit row: a portal action by the signed-in user (or `user` during sign-in).
-
-    The row is written after the response (wsgi.register_audit) with the response status, unless `status`
-    gives the action's own outcome (e.g. the registry's answer on a page that itself answers 200).
-    """
+    """Declare this request's audit row: a portal action by the signed-in user (or `user` during sign-in),
+    written after the response with its status unless `status` gives the action's own outcome."""
     actor = user if user is not None else (current_user if current_user.is_authenticated else None)
     g.audit = AuditEntry(source="portal", actor=getattr(actor, "email", "anonymous"),
                          institution_id=getattr(actor, "institution_id", None), action=action, target=target,

@@ -1,22 +1,5 @@
-"""Bulkheads: a bounded number of concurrent expensive operations per process, so short requests never wait
-behind long ones.
-
-Each kind of expensive work has its own compartment: `search` (text searches and the exact counts of
-search and date filters) and `export` (CSV, NDJSON and .xlsx exports, zip bundles of documents). An operation
-takes a permit of its kind for as long as it works (a streamed export until its stream is closed); when every
-permit is taken it may wait up to BULKHEAD_QUEUE_SECONDS for one (none by default: a waiting request holds a
-thread), then is refused with `Overloaded` before it has done anything (nothing started, nothing written). The
-API answers that 503 with Retry-After, the portal a plain error page.
-
-The limits are per process (BULKHEAD_SEARCHES, BULKHEAD_EXPORTS; 0 = no limit), so a node runs at most
-WEB_CONCURRENCY times as many of each. Every operation also takes a place in the process's shared compartment
-(BULKHEAD_EXPENSIVE, by default one less than the worker's threads): however the kinds mix, a worker keeps a
-thread for short requests. Last, the node's web processes share BULKHEAD_NODE_EXPENSIVE places (by default one
-per CPU core), so expensive work never takes every core from short requests: a place is an exclusive `flock`
-on one of that many lock files in BULKHEAD_NODE_DIR, which gunicorn's configuration makes for each master
-(empty: no node limit, as in a single process). The kernel frees the lock of a process that dies, so no place
-is ever lost. Nothing here needs Redis.
-"""
+"""Bulkheads: a bounded number of concurrent expensive operations (`search`, `export`) per process and per node;
+beyond them an operation is refused with `Overloaded` before it starts."""
 from __future__ import annotations
 
 import fcntl
@@ -168,11 +151,8 @@ SHARED_PLACES: ContextVar[SharedPlaces | None] = ContextVar("karibu_shared_place
 
 
 def acquire(kind: str) -> Permit:
-    """A permit of `kind`, waiting up to BULKHEAD_QUEUE_SECONDS for one; `Overloaded` when none came free.
-
-    Work started inside other expensive work of the same request (the search a zip runs for its `q`) takes
-    only its kind's place: the outer work already holds the shared and the node's places for this request.
-    """
+    """A permit of `kind`, waiting up to BULKHEAD_QUEUE_SECONDS for one; `Overloaded` when none came free. Inside
+    other expensive work of the request only the kind's place is taken."""
     if kind not in KINDS:
         raise ValueError(f"unknown bulkhead {kind!r}")
     config = settings()

@@ -55,9 +55,8 @@ def sms_enabled() -> bool:
 
 
 def applicant_sender(identity: ApplicantIdentity, config: Settings) -> tuple[str, str | None]:
-    """(From, Reply-To) of the institution's emails to applicants. From: the institution's name, with its contact
-    address when that is on a domain of MAIL_ALLOWED_SENDER_DOMAINS, else the platform's address (the operator
-    signs and answers for what leaves from its own domain). Reply-To: the contact address, or None."""
+    """(From, Reply-To) of the institution's emails to applicants: its name with its contact address when that is
+    on a MAIL_ALLOWED_SENDER_DOMAINS domain, else the platform's; Reply-To the contact address or None."""
     contact = identity.contact_email if valid_email(identity.contact_email) else None
     address = address_of(config.MAIL_DEFAULT_SENDER)
     if contact and contact.isascii() and on_domains(contact, config.MAIL_ALLOWED_SENDER_DOMAINS):
@@ -156,12 +155,8 @@ def _decision_rows(query):
 
 
 def queue_decision_messages(decisions: Sequence[Decision]) -> int:
-    """Write the messages of decisions just sent, in the current session: an email to each applicant, and an
-    SMS when SMS is on and the applicant gave a phone number. Returns how many rows were written.
-
-    A recipient that cannot be written to (a malformed address, a local phone number) gives a `failed`
-    row that says why, so staff see it on the file; nothing is sent for it.
-    """
+    """Write, in the current session, an email (and an SMS when SMS is on and there is a phone) per decision just
+    sent, a `failed` row for a recipient that cannot be written to; returns how many rows were written."""
     if not decisions:
         return 0
     by_application = {decision.application_id: decision for decision in decisions}
@@ -200,9 +195,8 @@ def queue_decision_messages(decisions: Sequence[Decision]) -> int:
 
 
 def preview_decision_email(scope: InstitutionScope, application_id: str, decision: str) -> EmailPreview:
-    """The email the applicant of `application_id` would receive if `decision` were sent now, rendered by the
-    code that writes the real one. Its answer link is a placeholder that the answer page refuses (PREVIEW_LINK_TOKEN).
-    Raises InvalidInput for an unknown decision, NotFound for an application of another institution."""
+    """The email `application_id`'s applicant would get if `decision` were sent now (link: PREVIEW_LINK_TOKEN);
+    InvalidInput for an unknown decision, NotFound for another institution's application."""
     if decision not in DECISIONS or decision == "none":
         raise InvalidInput(f"decision must be one of: {', '.join(d for d in DECISIONS if d != 'none')}",
                            field="decision")
@@ -238,10 +232,8 @@ def _write(rows: list[dict]) -> None:
 
 
 class _RenderedOnce:
-    """Renders each distinct (language, institution identity, program, cycle, decision, link end date) once,
-    with stand-ins for the applicant's name and link, and fills those in per applicant: a bulk send of 500
-    decisions renders its templates a handful of times, not 500. HTML gets the values escaped, text gets them
-    as they are."""
+    """Renders each distinct (language, institution identity, program, cycle, decision, link end date) once and
+    fills in each applicant's name and link (escaped in HTML, as they are in text)."""
 
     def __init__(self, public_base_url: str):
         self.public_base_url = public_base_url
@@ -300,9 +292,8 @@ def _row(message_id: str, decision: Decision, channel: str, recipient: str, lang
 
 def queue_staff_email(scope: InstitutionScope, recipient: str, template: str, language: str | None,
                       context: dict) -> Message:
-    """Write one email to a staff member (an invitation, a password reset) in the current session, rendered
-    from `templates/staff_messages/<template>.*`; the worker sends it after the commit, like applicants'
-    messages, and admins see it on the Messages page (its link stored only encrypted: core.messages.private_links)."""
+    """Write one email to a staff member (an invitation, a reset), rendered from
+    `templates/staff_messages/<template>.*`, in the current session; the worker sends it after the commit."""
     language = supported_language(language) or DEFAULT_LANGUAGE
     email = render_email(template, language, {**context, "link": LINK_SLOT, "language": language},
                          folder="staff_messages")

@@ -1,6 +1,5 @@
 """What sending decisions will really do, said before it is done: per applicant, the decision and the channels
-that will carry it (the same rules as `core.messages.composition.queue_decision_messages`: an email when the address
-is valid, an SMS only when SMS is configured and the phone is in international format)."""
+that will carry it, by the rules of `core.messages.composition.queue_decision_messages`."""
 from __future__ import annotations
 
 from collections import Counter

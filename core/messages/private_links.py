@@ -1,9 +1,5 @@
-"""Personal links are never stored usable. A message's body holds LINK_SLOT where its link goes (the applicant's
-answer link, a staff invitation or password-reset link); the link itself is kept encrypted in
-`messages.private_link` (Fernet, with a key derived from SECRET_KEY under its own label) while the message may
-still be sent, and the worker puts it in only in memory, just before sending. Once sent, the encrypted link is
-dropped: the row keeps what is needed to show the message, and a resend of a decision message gets a fresh link.
-"""
+"""Personal links of messages, kept encrypted in `messages.private_link` until sent and put in place of LINK_SLOT
+only in memory, just before sending."""
 from __future__ import annotations
 
 from markupsafe import escape

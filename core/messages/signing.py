@@ -1,10 +1,5 @@
-"""DKIM signatures (dkimpy) on every email the platform sends, applicants' and staff's, when MAIL_DKIM_DOMAIN,
-MAIL_DKIM_SELECTOR and MAIL_DKIM_PRIVATE_KEY_FILE are all set.
-
-The key file is read and checked once: at start-up (core.config.check_startup_settings refuses to start with a
-half-configured DKIM or an unusable key) and again at the start of each drain (a key rotated or removed since
-then is seen by the next drain; while it is unusable, emails are retried with the reason as their error).
-"""
+"""DKIM signatures (dkimpy) on every email the platform sends, when MAIL_DKIM_DOMAIN, MAIL_DKIM_SELECTOR and
+MAIL_DKIM_PRIVATE_KEY_FILE are all set."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -40,10 +35,8 @@ class DkimSigner:
 
 
 def dkim_signer(config: Settings) -> DkimSigner | None:
-    """The signer the settings describe, or None when DKIM is off (none of the three settings set).
-
-    Raises DkimKeyError when only some are set, or when the key file is missing, unreadable or not a PEM RSA
-    private key."""
+    """The signer the settings describe, or None when none of the three is set; DkimKeyError when only some are,
+    or the key file is missing, unreadable or not a PEM RSA private key."""
     values = {name: getattr(config, name).strip() for name in DKIM_SETTINGS}
     missing = [name for name, value in values.items() if not value]
     if len(missing) == len(DKIM_SETTINGS):

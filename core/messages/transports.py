@@ -1,14 +1,5 @@
-"""Sending one message: email over SMTP (standard library `email` + `smtplib`) and SMS over Africa's Talking.
-
-Each send returns an `Outcome`: sent (with the provider's id), a temporary failure (SMTP 4xx: retried) or a
-permanent one (SMTP 5xx, a refused address: `failed`), or the transport is down (`transport_down`: connection
-refused, timeout, SMTP 421, sign-in refused, gateway 5xx, not configured), which says nothing about the message
-(core/outbox/circuit.py). The server's own answer is kept as the error text.
-
-An email's From and Reply-To are the message row's (an applicant email carries its institution's name, and its
-contact as Reply-To); the SMTP envelope sender is always the platform's MAIL_DEFAULT_SENDER address, so bounces
-reach the operator. With DKIM configured, the bytes sent are the signed ones (core/messages/signing.py).
-"""
+"""Sending one message, email over SMTP or SMS over Africa's Talking, as an `Outcome`: sent, a temporary or
+permanent failure, or the transport down."""
 from __future__ import annotations
 
 import smtplib
@@ -131,9 +122,8 @@ class SmtpTransport:
     def send(self, *, recipient: str, recipient_name: str, subject: str, text: str, html: str | None,
              message_id: str, sender: str | None = None, reply_to: str | None = None,
              before_data: Callable[[], None] | None = None) -> Outcome:
-        """Send one email From `sender` (None: MAIL_DEFAULT_SENDER, e.g. staff emails and rows written before
-        senders were stored) with `reply_to` (None: no Reply-To). `before_data` is called just before the DATA
-        step; what it raises goes up (the connection is dropped)."""
+        """Send one email From `sender` (None: MAIL_DEFAULT_SENDER) with `reply_to` (None: none); `before_data`
+        is called just before DATA, and what it raises goes up (the connection is dropped)."""
         if not self.config.MAIL_SERVER:
             return Outcome.down("Email is not configured: MAIL_SERVER is empty.")
         if not valid_email(recipient):
@@ -174,9 +164,8 @@ class SmtpTransport:
 
     def _transaction(self, connection: smtplib.SMTP, sender: str, recipient: str, data: bytes,
                      international: bool, before_data: Callable[[], None] | None) -> Outcome:
-        """MAIL, RCPT, DATA one by one, so that each refusal keeps its code and the final answer (the
-        server's queue id) is kept as the provider id. `data` goes as it is (signed: not one byte may change).
-        smtplib raises SMTPNotSupportedError when SMTPUTF8 is needed and the server does not offer it."""
+        """MAIL, RCPT, DATA one by one with `data` unchanged: an Outcome keeping a refusal's code, or the final
+        answer (the server's queue id) as provider id; SMTPNotSupportedError when SMTPUTF8 is not offered."""
         options = ("SMTPUTF8", "BODY=8BITMIME") if international else ()
         steps = ((lambda: connection.mail(sender, options), (250,)),
                  (lambda: connection.rcpt(recipient), (250, 251)),

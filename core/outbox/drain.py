@@ -1,8 +1,5 @@
-"""The drain of an outbox: claim due rows, send them outside any transaction, record each outcome.
-
-One engine for every kind of outbox: a kind (`OutboxKind`) says what a row is, how it is loaded and sent, and what
-an answer means; `Drain` does the rest (docs/architecture.md, "The outbox engine").
-"""
+"""The drain of an outbox: claim due rows, send them outside any transaction, record each outcome; one `Drain`
+for every kind, each an `OutboxKind`."""
 
 from __future__ import annotations
 

@@ -93,9 +93,8 @@ def count_due(outbox: Outbox) -> int:
 
 
 def sweep(outbox: Outbox, drain_signal: DrainSignal) -> int:
-    """Wake a worker when rows are due and unclaimed (retries coming due, jobs lost with Redis, leases of a worker
-    that died), even if a stale flag says a drain is queued; returns how many are due. An extra wake-up is
-    harmless: rows are leased."""
+    """Wake a worker when rows are due and unclaimed, even if a stale flag says a drain is queued; returns how
+    many are due."""
     due = count_due(outbox)
     if due:
         drain_signal.signal(check_queue=True)

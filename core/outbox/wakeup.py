@@ -1,9 +1,5 @@
-"""The wake-up of an outbox's drain: an RQ job queued after the commit that made rows due.
-
-The outbox rows are the truth; a drain job is only a wake-up call. At most one drain job waits at a time: a Redis
-flag holding the job's id, written with the job in one MULTI/EXEC and cleared by the drain when it starts. When
-Redis is away the change stays committed and the sweep (core/outbox/leases.py `sweep`) wakes a worker later.
-"""
+"""The wake-up of an outbox's drain: an RQ job queued after the commit that made rows due, at most one waiting
+at a time."""
 from __future__ import annotations
 
 import secrets

@@ -31,9 +31,7 @@ from core.webhooks.transport import DEADLINE_SECONDS, AttemptOutcome
 CLAIM_BATCH = SENDER_THREADS
 # The lease outlasts a claimed attempt's wait behind 10 s attempts plus its own 10 s, many times over.
 LEASE = timedelta(seconds=DEADLINE_SECONDS * (CLAIM_BATCH + 4))
-# No endpoint holds more than this many of a drain's sender slots (in flight or held behind them), so a slow
-# receiver takes at most half of a worker's slots and every other endpoint keeps the rest. Half, not less: one
-# institution's busy endpoint still gets 8 attempts at once from each worker (a 1 s receiver: 8 a second).
+# The most of a drain's sender slots (in flight or held behind them) one endpoint may hold.
 ENDPOINT_SLOTS = SENDER_THREADS // 2
 # A drain stops claiming after this long (it still finishes what it sent), so one job never runs for ever.
 DRAIN_TIME_BUDGET = 20.0
@@ -281,14 +279,7 @@ def drain_due_deliveries(time_budget: float = DRAIN_TIME_BUDGET,
 
 def lease_fairly(now: datetime, limit: int, token: str, taken: dict[str, int]) -> list[tuple[str, str]]:
     """Lease up to `limit` due deliveries in the current transaction, each endpoint's oldest in turn and at most
-    ENDPOINT_SLOTS per endpoint counting the `taken` ones (per endpoint id); returns (id, endpoint id) pairs.
-
-    Each due delivery is ranked within its endpoint (a window function, on PostgreSQL and SQLite alike); the
-    candidates are taken by rank, then age, so a long backlog of one endpoint never hides another endpoint's
-    deliveries. On PostgreSQL the candidates are locked with SKIP LOCKED (another worker's claim in progress
-    is passed over, not waited for), and the UPDATE checks each row again once locked, so two workers can never
-    lease the same delivery.
-    """
+    ENDPOINT_SLOTS per endpoint counting the `taken` ones (per endpoint id); returns (id, endpoint id) pairs."""
     model = WebhookDelivery
     due = DELIVERIES.due(now)
     full = [endpoint for endpoint, count in taken.items() if count >= ENDPOINT_SLOTS]

@@ -70,13 +70,8 @@ def validate_url(url) -> str:
 
 def save_endpoint(scope: InstitutionScope, url: str, events=None, include_name: bool | None = None
                   ) -> tuple[WebhookEndpoint, str | None]:
-    """Create or update the endpoint. Returns (endpoint, new signing secret or None).
-
-    A secret is made only when the endpoint is first created; `events` None keeps the current
-    subscription (all types for a new endpoint), `include_name` None keeps the current option (off).
-    The URL's query string is stored encrypted and shown masked; a URL given back with the masked query
-    it was shown (`?token=••••`) keeps the stored query.
-    """
+    """Create or update the endpoint; returns (endpoint, the new signing secret on creation, else None). `events`
+    and `include_name` None keep the current values; a URL with the masked query as shown keeps the stored one."""
     if scope.institution() is None:
         raise NotFound("Institution not found")
     endpoint = get_endpoint(scope)
@@ -173,12 +168,8 @@ def disable_endpoint(scope: InstitutionScope) -> WebhookEndpoint:
 
 
 def remove_endpoint(scope: InstitutionScope) -> str:
-    """Delete the endpoint with its whole delivery log (attempts included); returns its id.
-
-    Nothing more is sent: deliveries not yet sent go with the log. The events themselves stay, in the events
-    feed (`GET /api/v1/events`). A delivery being attempted right now holds its lease; removal waits for
-    it (409), so a worker never records an attempt of a deleted delivery.
-    """
+    """Delete the endpoint with its whole delivery log (attempts included) and return its id; a 409 while a
+    delivery is being attempted. The events stay in the feed."""
     endpoint = require_endpoint(scope)
     now = runtime.clock.now()
     deliveries = select(WebhookDelivery.id).where(WebhookDelivery.endpoint_id == endpoint.id)

@@ -1,9 +1,4 @@
-"""Example events sent on demand from the webhook settings, so a receiver can be tried on every event type.
-
-Each example goes through the same emit function and envelope as a real event (and the same subscription
-and include-name rules), with placeholder ids (`app_example`, …) and `"test": true` in its envelope. It is
-kept out of the events feed and off applicant timelines.
-"""
+"""Example events, sent on demand from the webhook settings, of every event type (`"test": true`, placeholder ids)."""
 
 from __future__ import annotations
 
@@ -59,9 +54,7 @@ EXAMPLES = {
 
 
 def send_example_event(scope: InstitutionScope, event_type: str) -> WebhookDelivery:
-    """Queue an example `event_type` event to the endpoint; `webhook.test` is the ordinary ping.
-
-    Only a subscribed type can be sent (a receiver is never sent a type it did not ask for)."""
+    """Queue an example `event_type` event, which must be subscribed, to the endpoint; `webhook.test` is the ping."""
     if event_type == TEST_EVENT_TYPE:
         return send_test_ping(scope)
     endpoint = require_enabled_endpoint(scope)

@@ -22,12 +22,8 @@ drain_signal = DrainSignal("webhooks", QUEUE_NAME, DRAIN_JOB)
 
 
 def add_delivery_for(event: Event) -> WebhookDelivery | None:
-    """Write the delivery row for `event` in the current session, if the institution's endpoint takes it.
-
-    `applicant` is removed from application events unless the endpoint includes names. Nothing is
-    written when there is no endpoint or the type is not subscribed; a disabled endpoint records the
-    delivery as `endpoint_disabled` without sending it.
-    """
+    """Write the delivery row for `event` in the current session if the institution's endpoint subscribes to it
+    (`applicant` removed unless it includes names; `endpoint_disabled` when the endpoint is disabled)."""
     endpoint = _endpoint_in_this_transaction(event.institution_id)
     if event.type.startswith("application.") and not (endpoint and endpoint.include_applicant_name):
         event.payload = {**event.payload, "applicant": None}

@@ -1,8 +1,5 @@
-"""Process-wide pieces of the webhook engine: the clock, the resolver, the transport and the secret box.
-
-Tests replace `runtime.clock` (a controllable clock for the whole retry schedule) and `runtime.resolver`
-(fake DNS answers); production uses the system clock and resolver.
-"""
+"""Process-wide pieces of the webhook engine: the clock, the resolver, the transport and the secret box
+(tests replace `clock` and `resolver`)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,5 @@
-"""Signing secrets and the two signatures every delivery carries.
-
-- Karibu's own (docs/contract.md): `X-Karibu-Signature: v1=<hex>`, lowercase hex HMAC-SHA256 over `<timestamp>.<raw body>`, keyed
-  with the whole `whsec_…` string (UTF-8) exactly as the institution was shown it.
-- Standard Webhooks (https://www.standardwebhooks.com): `webhook-signature: v1,<base64>`, HMAC-SHA256 over
-  `<webhook-id>.<webhook-timestamp>.<raw body>`, keyed with the bytes the secret's base64 part decodes to.
-
-Secrets are `whsec_` + standard base64 of 32 random bytes, so both schemes use them unchanged. Secrets made
-before Standard Webhooks support (`whsec_` + 43 URL-safe characters) are not base64: for them the Standard
-Webhooks key is the whole secret's UTF-8 bytes, i.e. the library secret `whsec_` + base64(old secret).
-"""
+"""Signing secrets and the two signatures every delivery carries: Karibu's `X-Karibu-Signature` and Standard
+Webhooks' `webhook-signature` (docs/contract.md, docs/webhooks.md)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,4 @@
-"""One webhook HTTP attempt: vet the URL, connect to the vetted address, POST, classify the outcome.
-
-Built on requests + requests-hardened (never follow redirects, fixed User-Agent, default timeouts). The
-connection is pinned to the address the URL guard vetted (no second DNS lookup) while TLS is verified
-against the URL's host name (SNI and certificate checks). One watchdog thread per process shuts the socket
-of any attempt whose total deadline has passed, so a slow or dribbling receiver cannot hold an attempt longer
-than the limit.
-"""
+"""One webhook HTTP attempt: vet the URL, connect to the vetted address, POST, classify the outcome."""
 
 from __future__ import annotations
 
@@ -48,12 +41,7 @@ class _Attempt:
 
 
 class _Watchdog:
-    """One thread for every attempt of the process: shuts the sockets of an attempt past its deadline.
-
-    Attempts register on entry and leave on exit (a lock and a dict entry each); the thread sleeps until
-    the earliest deadline, so it wakes about once per deadline period, not once per attempt. The socket
-    object itself is shut (not a duplicate of it), and only while its attempt is registered.
-    """
+    """One thread for every attempt of the process: shuts the sockets of an attempt past its deadline."""
 
     def __init__(self):
         self._lock = threading.Condition()
@@ -171,11 +159,8 @@ class _WatchedHTTPSConnectionPool(HTTPSConnectionPool):
 
 
 class PinnedAddressAdapter(HTTPAdapter):
-    """Connects to `request.pinned_address` instead of resolving the URL's host again.
-
-    The Host header, SNI and certificate host name stay the URL's host, as in requests-hardened's
-    IPFilterAdapter; the address comes from our own guard, which vetted every resolved address.
-    """
+    """Connects to `request.pinned_address` instead of resolving the URL's host again; Host, SNI and the
+    certificate check stay the URL's host."""
 
     def init_poolmanager(self, *args, **kwargs):
         super().init_poolmanager(*args, **kwargs)

@@ -1,13 +1,5 @@
-"""Webhook URL rules (the SSRF guard), applied when an endpoint is saved and again before every attempt.
-
-A URL passes only when its scheme is allowed and every address its host resolves to is public. The
-caller then connects to one of the vetted addresses itself, so a second DNS answer (rebinding) can never
-choose where the request goes.
-
-The one exception is the demo's development receiver (`WEBHOOK_DEV_RECEIVER_URL`, set by scripts/run.sh):
-URLs on exactly its origin, an http or https URL on a loopback address, pass; every other URL meets the
-rules above.
-"""
+"""Webhook URL rules (the SSRF guard), applied when an endpoint is saved and again before every attempt: an
+allowed scheme and only public addresses, except the demo's `WEBHOOK_DEV_RECEIVER_URL` origin."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The signed-in user's own account: details, password change, sessions (end one, sign out everywhere) and
-their recent audit entries. The two-factor and language sections are included from partials other parts of
-the portal supply."""
+"""The signed-in user's own account page: details, password change, sessions and recent audit entries
+(two-factor and language sections come from partials)."""
 from __future__ import annotations
 
 from collections import Counter

@@ -1,9 +1,5 @@
-"""A sign-in halfway through: the password was right, the second factor (or the forced enrolment) is to come.
-
-Kept in the signed session cookie under its own key: the user's id, an expiry and where to go afterwards.
-It grants nothing: Flask-Login knows no user until `portal.accounts.sign_in.complete_sign_in` runs, so every
-portal page still answers "sign in first".
-"""
+"""A sign-in halfway through (password right, second factor or enrolment to come), kept in the session cookie;
+it grants nothing until `complete_sign_in`."""
 from __future__ import annotations
 
 import time

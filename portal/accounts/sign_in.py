@@ -1,16 +1,5 @@
-"""Sign-in, sign-out, "forgot password" and the emailed links (invitation, reset) of staff accounts.
-
-Failed sign-ins are throttled per address and email, per address, and per account. The per-account budget
-holds however many addresses a guesser uses. It is keyed on the email as typed (normalised), whether or not an
-account has it, and the throttled page is the same for every email, so the lockout tells nobody whether an
-account exists.
-
-Accounts are per institution (core.accounts.users). When one email and password open accounts at several institutions,
-a second step lists those institutions: only someone who knows the password sees it.
-
-Every signed-in browser has a server-side record (core.accounts.sessions), named in the signed session cookie and
-checked on every request (portal.security), so ending the record signs that browser out for good.
-"""
+"""Sign-in (with the institution choice and throttling), sign-out, "forgot password" and the emailed links
+(invitation, reset) of staff accounts."""
 from __future__ import annotations
 
 import hashlib
@@ -88,12 +77,8 @@ _throttle_options = dict(methods=["POST"], deduct_when=_failed, on_breach=_throt
 
 
 def complete_sign_in(user: User) -> None:
-    """The one way a browser becomes signed in, once every factor is checked.
-
-    The session is rotated (everything the browser carried before is dropped: no session fixation), a
-    server-side session record is started and named in the new session, the user is logged in, the session
-    is bound to this client (address and user agent) and the sign-in is audited.
-    """
+    """Sign `user` in once every factor is checked: a new session bound to this client, with its server-side
+    record, and the `login` audit entry."""
     session.clear()
     record = start_session(user, user_agent=request.user_agent.string, address=request.remote_addr or "")
     login_user(user)

@@ -1,9 +1,5 @@
-"""Two-factor sign-in pages: the code step of sign-in, enrolment (also forced, for admins when the institution
-requires it), recovery codes, turning it off, and the institution's rule for admins.
-
-Wrong codes are throttled per account and per client address; the counters are shared by the sign-in step and
-"turn off", so neither can be used to guess around the other.
-"""
+"""Two-factor pages: the sign-in code step, enrolment (forced when required), recovery codes, turning it off,
+and the institution's rule for admins; wrong codes throttled."""
 from __future__ import annotations
 
 from flask import flash, g, redirect, request, session, url_for

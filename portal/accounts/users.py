@@ -1,8 +1,4 @@
-"""Staff accounts (admins): invite by email, resend or revoke an invitation, change role, deactivate.
-
-No password is ever shown or chosen here: the invitee chooses their own through the emailed link. Inviting an
-address that has an account at another institution looks exactly like inviting a new one.
-"""
+"""Staff accounts (admins): invite by email, resend or revoke an invitation, change role, deactivate."""
 from __future__ import annotations
 
 from flask import flash, g, redirect, url_for

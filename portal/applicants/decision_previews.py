@@ -1,6 +1,4 @@
-"""Staff preview, from the applicant's file, of what sending a decision will put in front of the applicant: the
-email (rendered by the code that writes the real one) and the answer page (its template), in the applicant's
-language. Nothing is written, sent or answerable."""
+"""Staff previews of a decision's email and answer page, in the applicant's language; nothing is written or sent."""
 from __future__ import annotations
 
 from urllib.parse import urlsplit

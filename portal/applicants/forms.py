@@ -10,11 +10,8 @@ from portal.forms import strip
 
 
 class BulkUpdateForm(FlaskForm):
-    """The applicants table's bulk change; the view checks the combination, as the API's PATCH does.
-
-    Every change is confirmed first: `confirmation` is the one-time token of the confirmation the staff member
-    answered (it holds the change and the number selected); `cancel` drops the confirmation.
-    """
+    """The applicants table's bulk change: the selected `ids`, the change, and the answered `confirmation`
+    token or `cancel`."""
     ids = SelectMultipleField(validate_choice=False)
     stage = StringField(filters=[strip])
     decision = StringField(filters=[strip])

@@ -252,12 +252,8 @@ def applicant_view_delete(view_id: str):
 @bp.post("/applicants/bulk-matching")
 @staff_required
 def applicants_bulk_matching():
-    """The bulk form's change applied to every application matching the list's filters.
-
-    Every change is confirmed first, in the page: the question names the change and how many applicants it
-    reaches ("Move 72 applicants to “Interview”?"), and sending decisions adds how they will reach each
-    applicant. The change goes ahead only with that confirmation's token, once, while the number matching is
-    still the one confirmed."""
+    """Apply the bulk form's change to every application matching the list's filters, only with a confirmation
+    token used once while the matching count is still the one confirmed."""
     form = submitted(BulkMatchingForm())
     state = ListState.from_args(_MultiArgs(parse_qs(form.matching.data or "", keep_blank_values=True)))
     change = {"stage": form.stage.data, "decision": form.decision.data, "send_decision": form.send_decision.data}
@@ -322,9 +318,8 @@ def confirmation_token(target: str, change: dict, count: int) -> str:
 
 
 def use_confirmation(token: str | None, target: str, change: dict, count: int) -> bool:
-    """True, once, for a token of a confirmation of exactly this change of these applicants, less than
-    CONFIRMATION_MAX_AGE old: a second press of the same button, a selection, change or count that is not
-    the one confirmed, or an old token asks the confirmation again instead of changing anything."""
+    """True, once, for a token younger than CONFIRMATION_MAX_AGE confirming exactly this change, target and
+    count; ServiceUnavailable when Redis cannot record its use."""
     if not token:
         return False
     try:
@@ -342,9 +337,8 @@ def use_confirmation(token: str | None, target: str, change: dict, count: int) -
 
 
 def confirmation_context(target: str, change: dict, count: int, send_plan, renewed: bool = False) -> dict:
-    """What the one bulk confirmation shows (partial/bulk_confirm.html), for selected rows and all matching:
-    the change named with its count, how decisions will be sent, and a fresh one-time token. `renewed`: the
-    answer came with a token that no longer holds, so the question is asked again."""
+    """Context of partial/bulk_confirm.html: the change and its count, the send plan, a fresh one-time token;
+    `renewed` when a stale token made the question be asked again."""
     stage, decision = change.get("stage"), change.get("decision")
     stage_name = next((stage_label(item) for item in pipeline(g.scope) if item.key == stage), stage) if stage else None
     return {"count": count, "send_plan": send_plan, "decision_labels": DECISION_LABELS, "renewed": renewed,

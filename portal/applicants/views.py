@@ -162,13 +162,8 @@ def _bulk_change(form: BulkUpdateForm) -> tuple[list[str], dict]:
 @bp.post("/applicants/bulk")
 @staff_required
 def applicants_bulk():
-    """Stage and decision changes of the selected rows: all or nothing, the same rules as the API's PATCH.
-
-    Every change is confirmed first with the question that "all matching" asks too, naming the change and
-    the count ("Move 3 applicants to “Interview”?"; sending decisions adds how each will reach its
-    applicant): the answer is this same form again with the confirmation's one-time token, which holds the
-    change and the rows selected.
-    """
+    """Apply a stage or decision change to the selected rows, all or nothing, once the staff member has
+    answered its confirmation (this form again with the one-time `confirmation` token)."""
     form = submitted(BulkUpdateForm())
     ids, change = _bulk_change(form)
     if form.cancel.data:
@@ -292,11 +287,8 @@ def applicant_change_state(application_id: str):
 @bp.post("/applicants/<application_id>/send-decision")
 @staff_required
 def applicant_send_decision(application_id: str):
-    """Release the current decision to the applicant (emits decision.sent and queues the messages); a
-    decision already sent is not sent again, and the answer says when it was.
-
-    The first post only asks for a confirmation that names the decision and the channels that will really carry
-    it; the decision is sent when the form comes back with `confirm`."""
+    """Ask to confirm sending the current decision, then (with `confirm`) send it: decision.sent and its
+    messages; a decision already sent is a 409 saying when."""
     form = submitted(SendDecisionForm())
     if not form.confirm.data:
         check_updates(g.scope, parse_updates({"updates": [{"id": application_id, "send_decision": True}]}))
@@ -331,9 +323,8 @@ def _export_request():
 
 
 def _export_columns(state: ListState) -> list[ExportColumn]:
-    """The columns of the list, in its order: the applicant, the application id, then the chosen columns, with
-    headers and values in the user's language and times in the display zone that the headers name. Every word
-    is looked up now: the file is written after the request has ended."""
+    """The export's columns in the list's order (applicant, application id, chosen columns), headers and values
+    already in the user's language and display zone."""
     zone = display_zone()
     stage_names = _stage_names()
     decisions = {code: words("decision", code) for code in VOCABULARY["decision"]}
@@ -378,14 +369,8 @@ def _export_filename(suffix: str) -> str:
 @bp.get("/applicants/export.csv")
 @staff_required
 def applicants_export():
-    """The applicants matching the list's filters, with its columns and in its sort, as the portal shows
-    them (words, local times), streamed as one CSV in constant memory.
-
-    `?excel=1` starts the file with the UTF-8 byte order mark, without which Excel reads it as the local
-    code page ("JÃ©rÃ´me"). The export is opened (filters checked, rows counted, query started) before the
-    response exists, so a bad filter is a 400 page, never a broken stream; `X-Total-Rows` tells how many
-    records must arrive.
-    """
+    """The list's matching rows, columns and sort as one streamed CSV (`?excel=1`: with a UTF-8 byte order mark),
+    `X-Total-Rows` giving the record count; a bad filter is a 400 page."""
     state, query, columns = _export_request()
     for_excel = request.args.get("excel") == "1"
     export = export_list_csv(g.scope, query.filters, state.sort, columns, byte_order_mark=for_excel)

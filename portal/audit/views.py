@@ -1,6 +1,5 @@
-"""The institution's own audit log, for people: actions and outcomes in words, the objects acted on linked
-(when they still exist and the viewer may open them), filters by action, person, source, outcome and days of
-the display zone, and each row's technical facts folded under a disclosure."""
+"""The institution's own audit log, for people: actions and outcomes in words, linked objects, filters, and
+each row's technical facts folded under a disclosure."""
 from __future__ import annotations
 
 from dataclasses import replace

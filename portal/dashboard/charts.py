@@ -1,7 +1,4 @@
-"""Geometry for the server-rendered SVG chart of applications per day.
-
-The template draws what this module measures, so the chart needs no JavaScript and no inline style.
-"""
+"""Geometry for the server-rendered SVG chart of applications per day, which the template draws."""
 
 from __future__ import annotations
 

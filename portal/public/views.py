@@ -176,9 +176,8 @@ def _decision_page(decision: Decision, identity: ApplicantIdentity, form: Decisi
 
 
 def answer_page_preview(application, decision_status: str, language: str):
-    """The first step of the answer page exactly as the applicant of `application` will see it once
-    `decision_status` is sent, for staff: rendered from the same template, in `language`, with its two choices
-    inert (a preview records nothing and carries no usable link)."""
+    """For staff: the answer page's first step as `application`'s applicant will see it once `decision_status`
+    is sent, in `language`, its choices inert."""
     institution = active_institution(InstitutionScope(application.institution_id))
     use_language(language)
     refresh()

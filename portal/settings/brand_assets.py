@@ -1,10 +1,5 @@
-"""Public files of an institution's identity: its logo, at `/brand/<institution_id>/logo-<digest>.<png|jpg>`.
-
-No sign-in: applicants' pages and their mail clients load it. The URL names the logo's digest, so it changes
-with the logo and may be cached for good; only the current logo's exact file name answers, anything else is a
-404. The bytes are Pillow's re-encoding (core.institutions.identity), served with their stored type, and the
-headers keep a browser from reading them as anything but an image.
-"""
+"""Public files of an institution's identity: its current logo, without sign-in, at
+`/brand/<institution_id>/logo-<digest>.<png|jpg>` (cached for good; any other name is a 404)."""
 from __future__ import annotations
 
 from flask import Blueprint

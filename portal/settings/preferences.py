@@ -1,7 +1,5 @@
-"""The Settings page (admins): the institution's time zone and what applicants see of it (name, colour,
-contact, website, footer line, logo); and each staff member's portal language (a small form of its own,
-`templates/account/partial/language.html`, that the account page includes; `/account/language` shows it on a
-page of its own)."""
+"""The Settings page (admins): the institution's time zone and what applicants see of it; and each staff
+member's portal language (`/account/language`, also included on the account page)."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -58,9 +56,8 @@ def utc_offset(zone: str, now: datetime) -> str:
 
 
 def time_zone_choices(selected: str | None) -> dict:
-    """The picker's options: the country's zone (empty value) first, then the groups of `time_zone_groups`,
-    each zone labelled with its city and current UTC offset ("Kigali (UTC+02:00)"). A stored zone with no
-    listed equivalent stays choosable, so saving the form never changes it by accident."""
+    """The picker's options: the country's zone (empty value) first, then `time_zone_groups`' zones labelled
+    "Kigali (UTC+02:00)", plus a stored zone not listed."""
     language, now = str(get_locale() or "en"), datetime.now(timezone.utc)
     ungrouped = [("", _("The zone of your country (%(zone)s)", zone=country_time_zone(g.scope)))]
     listed = set()

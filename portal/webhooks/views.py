@@ -1,11 +1,5 @@
 """Webhooks (admins): the endpoint form, the one-time secret, rotate, disable, remove, test sends, the delivery
-log with attempt detail, redeliver, recover since a time and re-enable.
-
-The page is three regions: the settings (`#settings`), the log's controls (forms, never re-rendered by the
-refresh) and the log table (`#log-table`), which polls every 2 s while a delivery is in flight. Actions on
-the log answer with the table and a message swapped out of band; saving the first endpoint, and removing
-it, also swap the whole deliveries section in or out.
-"""
+log with attempt detail, redeliver, recover since a time and re-enable."""
 from __future__ import annotations
 
 from collections import Counter
@@ -275,10 +269,8 @@ def webhooks_test_event():
 
 
 def local_moment(text: str) -> datetime:
-    """A time typed in the portal's zone (`2026-11-20T08:00`, as a datetime-local field sends it, or a bare
-    date for its midnight) as naive UTC; a time carrying its own offset (`…Z`, `…+03:00`) keeps it. A time
-    the clocks skipped (moving forward for summer time) is refused; a time they repeated counts from its
-    first occurrence, so nothing in the hour is left out. Raises InvalidInput."""
+    """A time typed in the portal's zone (a datetime-local value or a bare date), or with its own offset, as naive
+    UTC; a repeated time is its first occurrence. InvalidInput when malformed or skipped by the clocks."""
     zone = display_zone()
     example = _("Recover failed deliveries since: enter a date and time, e.g. 2026-11-20T08:00.")
     text = (text or "").strip()
