@@ -125,3 +125,6 @@ OUTBOX_CIRCUITS_OPENED = Counter("karibu_outbox_circuits_opened_total",
                                  "Times a transport was found down (its circuit opened)", ["kind"])
 OUTBOX_DEFERRED = Counter("karibu_outbox_deferred_total",
                           "Rows put back without counting an attempt because their transport was down", ["kind"])
+OUTBOX_ROW_FAILURES = Counter("karibu_outbox_row_failures_total",
+                              "Rows whose load, send or record raised, recorded as a failed attempt of that row alone "
+                              "(core/outbox/drain.py `Failed`)", ["outbox", "step"])

@@ -12,6 +12,7 @@ from flask import Flask
 
 from core.db import discard_session
 from core.outbox.drain import DrainResult
+from core.outbox.leases import Outbox, count_due
 from core.outbox.wakeup import DrainSignal
 from core.queue import enqueue
 from core.redis_faults import record_redis_fault
@@ -27,12 +28,14 @@ _lanes: dict[str, "Lane"] = {}
 
 
 class Lane:
-    """One thread draining one outbox whenever it is woken. `drain` returns True when rows are still due."""
+    """One thread draining one outbox whenever it is woken. `drain(stop)` drains until nothing is due or `stop` is
+    set, and returns True when rows are still due."""
 
-    def __init__(self, name: str, drain: Callable[[], bool], app: Flask):
-        self.name, self._drain, self._app = name, drain, app
+    def __init__(self, name: str, drain: Callable[[threading.Event], bool], app: Flask,
+                 outbox: Outbox | None = None):
+        self.name, self._drain, self._app, self.outbox = name, drain, app, outbox
         self._woken = threading.Event()
-        self._stopping = False
+        self._stop = threading.Event()
         self.draining = False
         self._thread = threading.Thread(target=self._run, name=f"{name}-lane", daemon=True)
 
@@ -42,48 +45,63 @@ class Lane:
     def wake(self) -> None:
         self._woken.set()
 
-    def stop(self, timeout: float) -> None:
-        """Finish the drain in progress and any it was woken for, then end (waits up to `timeout`)."""
-        self._stopping = True
+    def stop_claiming(self) -> None:
+        """From now on the lane claims nothing: its drain releases the rows not started and finishes those in
+        flight; an idle lane ends at once."""
+        self._stop.set()
         self._woken.set()
+
+    def join(self, timeout: float) -> bool:
+        """Wait up to `timeout` for the lane to end; True when it did."""
         self._thread.join(timeout)
+        return not self._thread.is_alive()
 
     def _run(self) -> None:
         more_due = False
-        while True:
+        while not self._stop.is_set():
             if not more_due:
                 self._woken.wait()
                 self._woken.clear()
+                if self._stop.is_set():
+                    return
             self.draining = True
             try:
                 more_due = self._drain_once()
             finally:
                 self.draining = False
-            if self._stopping and not self._woken.is_set():
-                return
 
     def _drain_once(self) -> bool:
         with self._app.app_context():
             try:
-                return self._drain()
+                return self._drain(self._stop)
             except Exception:
                 log.exception("%s drain failed; the lane drains again when woken", self.name)
-                time.sleep(PAUSE_AFTER_FAILURE_SECONDS)
+                self._stop.wait(PAUSE_AFTER_FAILURE_SECONDS)
                 return False
             finally:
                 discard_session()
 
 
-def start_lanes(app: Flask, drains: dict[str, Callable[[], bool]]) -> None:
-    """Start one lane per outbox of this worker process (`drains`: name → drain function)."""
-    for name, drain in drains.items():
-        lane = _lanes[name] = Lane(name, drain, app)
+def start_lanes(app: Flask, outboxes: list["OutboxLane"]) -> None:
+    """Start one lane per outbox of this worker process."""
+    for outbox in outboxes:
+        lane = _lanes[outbox.name] = Lane(outbox.name, outbox.drain_once, app, outbox.outbox)
         lane.start()
 
 
+def stop_claiming() -> None:
+    """Every lane of this process stops claiming (at once, in parallel); see `stop_lanes`."""
+    for lane in list(_lanes.values()):
+        lane.stop_claiming()
+
+
 def stop_lanes(timeout: float) -> None:
+    """Stop every lane at once and wait, up to `timeout` in all, for their sends in flight to be recorded."""
+    stop_claiming()
+    deadline = time.monotonic() + timeout
     for name in list(_lanes):
-        _lanes.pop(name).stop(timeout)
+        if not _lanes.pop(name).join(max(0.0, deadline - time.monotonic())):
+            log.warning("the %s lane was still sending after %.0f s; its leases lapse by themselves", name, timeout)
 
 
 def wake(name: str, queue_name: str, job: str, hops: int) -> bool:
@@ -99,6 +117,19 @@ def wake(name: str, queue_name: str, job: str, hops: int) -> bool:
     return True
 
 
+def wake_lanes_with_due_rows() -> None:
+    """Without Redis (no drain job can reach this process): wake each idle lane whose outbox has rows due."""
+    for lane in list(_lanes.values()):
+        if lane.draining or lane.outbox is None:
+            continue
+        try:
+            due = count_due(lane.outbox)
+        finally:
+            discard_session()
+        if due:
+            lane.wake()
+
+
 def without_raising(redis_step: Callable[[], object]) -> None:
     """A lane's Redis step (`DrainSignal.started`, a wake-up for other workers) with a Redis failure recorded instead
     of raised: the lane drains without Redis, and the sweep wakes the other workers later."""
@@ -110,19 +141,20 @@ def without_raising(redis_step: Callable[[], object]) -> None:
 
 @dataclass(frozen=True)
 class OutboxLane:
-    """One outbox as a worker drains it: its wake-up signal (named as the lane) and its drain, a function
-    `(on_backlog=...) -> DrainResult`."""
+    """One outbox as a worker drains it: its wake-up signal (named as the lane), its drain, a function
+    `(on_backlog=..., stop=...) -> DrainResult`, and its `Outbox` (counted by the in-process sweep)."""
 
     signal: DrainSignal
     drain: Callable[..., DrainResult]
+    outbox: Outbox
 
     @property
     def name(self) -> str:
         return self.signal.name
 
     def job(self, hops: int = 0) -> int:
-        """The drain job: wakes this worker's lane; where there is none, drains here and returns how many attempts
-        were made. `hops`: how many workers passed this wake-up on already."""
+        """The drain job: wakes this worker's lane; where there is none, drains here (one time budget) and returns
+        how many attempts were made. `hops`: how many workers passed this wake-up on already."""
         if wake(self.name, self.signal.queue_name, self.signal.job, hops):
             return 0
         self.signal.started()
@@ -131,7 +163,8 @@ class OutboxLane:
             self.signal.signal()
         return len(result.attempts)
 
-    def drain_once(self) -> bool:
-        """One drain of the lane; True when rows are still due (the lane drains again at once)."""
+    def drain_once(self, stop: threading.Event) -> bool:
+        """One drain of the lane: it claims for as long as rows are due, until `stop` is set; True when rows are
+        still due."""
         without_raising(self.signal.started)
-        return self.drain(on_backlog=self.signal.signal_quietly).more_due
+        return self.drain(on_backlog=self.signal.signal_quietly, stop=stop).more_due

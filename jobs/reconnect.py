@@ -40,9 +40,10 @@ class Backoff:
 
 
 def wait_until_reachable(dependency: str, attempt: Callable[[], None], errors: tuple,
-                         on_return: Callable[[], None] | None = None) -> None:
-    """Call `attempt` until it raises none of `errors`, pausing with back-off in between; after an outage,
-    call `on_return` once the dependency answers again."""
+                         on_return: Callable[[], None] | None = None,
+                         while_down: Callable[[], None] | None = None) -> None:
+    """Call `attempt` until it raises none of `errors`, pausing with back-off in between (calling `while_down`
+    after each failed attempt); after an outage, call `on_return` once the dependency answers again."""
     backoff = Backoff()
     began = logged = None
     failures = 0
@@ -59,6 +60,8 @@ def wait_until_reachable(dependency: str, attempt: Callable[[], None], errors: t
                             f" for {now - began:.0f} s" if began is not None else "", backoff.cap)
                 logged = now
             began = now if began is None else began
+            if while_down is not None:
+                while_down()
             time.sleep(backoff.next_pause())
             continue
         if began is not None:
@@ -70,7 +73,18 @@ def wait_until_reachable(dependency: str, attempt: Callable[[], None], errors: t
 
 
 def wait_for_redis() -> None:
-    wait_until_reachable("redis", lambda: redis_connection().ping(), (RedisError,), sweep_now)
+    wait_until_reachable("redis", lambda: redis_connection().ping(), (RedisError,), sweep_now, wake_lanes_when_due)
+
+
+def wake_lanes_when_due() -> None:
+    """While Redis is down no drain job reaches this worker: its own sweep wakes its lanes when rows are due (the
+    database alone is enough to deliver); errors are logged only."""
+    from jobs.lanes import wake_lanes_with_due_rows
+
+    try:
+        wake_lanes_with_due_rows()
+    except Exception as error:
+        log.debug("worker: in-process sweep failed (%s)", type(error).__name__)
 
 
 def wait_for_database() -> None:

@@ -65,16 +65,19 @@ class SweepingWorker(SimpleWorker):
     # RQ's own retry of a dequeue cut by Redis; the heartbeat below then waits out the outage itself.
     max_connection_wait_time = 5.0
 
-    def __init__(self, *args, maintenance_seconds: int = 30, **kwargs):
+    def __init__(self, *args, maintenance_seconds: int = 30, on_shutdown_request=None, **kwargs):
         # An idle worker blocks waiting for a job for worker_ttl - 15 seconds, and maintenance runs only
         # between two waits: tie both to the maintenance interval.
         kwargs.setdefault("maintenance_interval", maintenance_seconds)
         kwargs.setdefault("worker_ttl", maintenance_seconds + RQ_TTL_MARGIN_SECONDS)
         super().__init__(*args, **kwargs)
         self.shutdown_requested = False  # by a signal, as opposed to the loop giving up on an error
+        self._on_shutdown_request = on_shutdown_request  # e.g. the lanes stop claiming at once
 
     def handle_warm_shutdown_request(self):
         self.shutdown_requested = True
+        if self._on_shutdown_request is not None:
+            self._on_shutdown_request()
         super().handle_warm_shutdown_request()
 
     def perform_job(self, job, queue):

@@ -21,7 +21,7 @@ from core.messages.signing import DkimKeyError, dkim_signer
 from core.messages.transports import AfricasTalkingTransport, Outcome, SmtpTransport
 from core.models.messages import SENDABLE_MESSAGE_STATUSES, Message
 from core.outbox.circuit import Deferred
-from core.outbox.drain import PERMANENT, SUCCEEDED, TEMPORARY, Drain, DrainResult, Sent
+from core.outbox.drain import PERMANENT, SUCCEEDED, TEMPORARY, Drain, DrainResult, Failed, Sent
 from core.outbox.leases import Outbox
 
 log = logging.getLogger(__name__)
@@ -152,6 +152,10 @@ class MessageKind:
             self.gate_holder = None
             self.gate.release()
 
+    def failed_columns(self, failed: Failed) -> dict:
+        """Shown on the applicant's timeline and the Messages page."""
+        return {"last_error": failed.reason}
+
     def circuit_of(self, message: _Claimed) -> str:
         if message.channel == "sms":
             return f"sms {self.transports.sms.url}"
@@ -182,12 +186,14 @@ def _with_link(message: _Claimed) -> _Claimed:
 
 
 def drain_due_messages(time_budget: float = DRAIN_TIME_BUDGET,
-                       on_backlog: Callable[[], None] | None = None) -> DrainResult:
-    """Send due messages until none is due or the time budget is spent; `on_backlog` is called (once) when more is
-    due than this drain can start at once."""
+                       on_backlog: Callable[[], None] | None = None,
+                       stop: threading.Event | None = None) -> DrainResult:
+    """Send due messages until none is due, the time budget is spent or `stop` is set (`Drain.run`: a drain of its
+    own SMTP connections, opened afresh for each); `on_backlog` is called (once) when more is due than this drain
+    can start at once."""
     transports = Transports()
     try:
         with ThreadPoolExecutor(SENDER_CONNECTIONS, thread_name_prefix="message-sender") as senders:
-            return Drain(MessageKind(transports), senders, capacity=CAPACITY, on_backlog=on_backlog).run(time_budget)
+            return Drain(MessageKind(transports), senders, capacity=CAPACITY, on_backlog=on_backlog).run(time_budget, stop)
     finally:
         transports.close()

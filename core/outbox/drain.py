@@ -3,8 +3,10 @@ for every kind, each an `OutboxKind`."""
 
 from __future__ import annotations
 
+import logging
 import queue
 import secrets
+import threading
 import time
 from collections.abc import Callable, Hashable
 from concurrent.futures import Executor, Future
@@ -13,12 +15,15 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from sqlalchemy import bindparam, select, update
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from core.config import settings
 from core.db import db
-from core.metrics import OUTBOX_DEFERRED
+from core.metrics import OUTBOX_DEFERRED, OUTBOX_ROW_FAILURES
 from core.outbox.circuit import DEFER, PROBE, Deferred, circuits, probe_interval
 from core.outbox.leases import Outbox, lease, without_waiting_for_disk
+
+log = logging.getLogger(__name__)
 
 # While some threads are busy and nothing was due, a drain looks for newly due rows this often.
 POLL_SECONDS = 0.25
@@ -32,8 +37,31 @@ class Claimed(Protocol):
     number: int  # the attempt it is about to get (1-based)
 
 
+# The longest reason a failed row records (`Failed.reason`).
+REASON_CHARACTERS = 500
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The engine's outcome for a row whose `step` ("load", "send" or "record") raised: a failed attempt of that row
+    alone, retried on the schedule, with `reason` shown to staff."""
+    step: str
+    reason: str
+
+    @classmethod
+    def of(cls, step: str, error: BaseException) -> Failed:
+        text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        reason = f"Karibu could not {_STEP_VERBS[step]} this row: {type(error).__name__}" + (f": {text}" if text else "")
+        return cls(step, reason[:REASON_CHARACTERS])
+
+
+_STEP_VERBS = {"load": "prepare", "send": "send", "record": "record the attempt of"}
+
+
 # (claimed row, when it was attempted, outcome); outcome None: not attempted, its lease is released; a
-# `Deferred` outcome: its transport was down, the row waits for the next probe with its attempts untouched
+# `Deferred` outcome: its transport was down, the row waits for the next probe with its attempts untouched; a
+# `Failed` outcome: the engine's record of a row whose load, send or record raised. The row is the kind's claimed
+# row, or its id (a `str`) when its load raised.
 Sent = tuple[Any, datetime, Any]
 
 
@@ -107,13 +135,20 @@ class Records(Protocol):
 
     def record(self, attempts: list[Sent], statuses: dict[str, str]) -> None:
         """In the turn's transaction, after the attempted rows moved on (`statuses`: each one's new status, which
-        this may change for the report)."""
+        this may change for the report); only the kind's own outcomes."""
 
     def found_down(self, rows: list[Claimed]) -> None:
         """In the turn's transaction: rows whose attempt opened their circuit or was a failed probe."""
 
+    def failed(self, failures: list[Sent], statuses: dict[str, str]) -> None:
+        """In the turn's transaction: rows recorded as `Failed` (their row, or only their id when the load raised)."""
+
+    def failed_columns(self, failed: Failed) -> dict:
+        """The kind's own columns to record on a `Failed` row (e.g. its last error)."""
+
     def committed(self, finished: list[Sent], statuses: dict[str, str]) -> None:
-        """After the turn that recorded `finished` (attempts, deferrals, releases) committed."""
+        """After the turn that recorded `finished` (attempts, deferrals, releases, and `Failed` sends and records)
+        committed."""
 
 
 class _NoCircuits:
@@ -160,11 +195,23 @@ def _capability(kind: OutboxKind, capability: type, stand_in: object) -> Any:
     return kind if found else stand_in
 
 
-class Drain:
-    """One drain: keeps every sender thread busy with `kind`'s oldest due rows until the time budget is spent.
+def _id_of(row: Any) -> str:
+    return row if isinstance(row, str) else row.id
 
-    `capacity`: claimed rows held at most (being sent and queued behind them). `on_backlog`: called once when a
-    claim finds as many due rows as it asked for. `lease_expires`: when the earliest lease held lapses unless renewed.
+
+def _database_fault(error: BaseException) -> bool:
+    """Whether `error` is the database's (gone, locked, cut), not one row's: then the whole turn fails."""
+    return isinstance(error, (OperationalError, InterfaceError)) or (
+        isinstance(error, DBAPIError) and error.connection_invalidated)
+
+
+class Drain:
+    """One drain: keeps every sender thread busy with `kind`'s oldest due rows until the time budget is spent, or,
+    with `stop` (a lane), for as long as rows are due, until `stop` is set.
+
+    `capacity`: claimed rows held at most (being sent and queued behind them). `on_backlog`: called when a claim
+    finds as many due rows as it asked for, once per time budget. `lease_expires`: when the earliest lease held lapses
+    unless renewed.
     """
 
     def __init__(self, kind: OutboxKind, senders: Executor, capacity: int,
@@ -181,12 +228,15 @@ class Drain:
         self.senders = senders
         self.capacity = capacity
         self.on_backlog = on_backlog
+        self._backlog_call = on_backlog
         self.token = secrets.token_hex(8)  # the lease of every row this drain claims
         self.finished: queue.SimpleQueue[Future] = queue.SimpleQueue()
+        self.sending: dict[Future, Claimed] = {}  # submitted to the senders, not collected yet
         self.in_flight: dict[Hashable, int] = {}  # per group (`Shares.group_of`)
         self.held: list = []  # claimed, not started yet (`Shares.may_start` said no)
         self.passed_over = False  # the last claim left due rows aside on purpose (`Shares.lease_due`)
         self.reports: list[AttemptReport] = []
+        self._keep_reports = True
         config = settings()
         self.probe_seconds = (config.OUTBOX_PROBE_MIN_SECONDS, config.OUTBOX_PROBE_MAX_SECONDS)
         self.mine: set[str] = set()  # ids leased and not recorded yet (their leases are renewed)
@@ -198,12 +248,29 @@ class Drain:
     def busy(self) -> int:
         return sum(self.in_flight.values())
 
-    def run(self, time_budget: float) -> DrainResult:
-        started = time.monotonic()
+    def run(self, time_budget: float, stop: threading.Event | None = None, *, endless: bool = False) -> DrainResult:
+        """Drain until the time budget is spent (claiming stops, what was sent is recorded), or `stop` is set (the
+        rows not started yet are released, those in flight finish). `endless` (a lane's drain): the budget only
+        re-arms `on_backlog`, and claiming goes on until nothing is due and nothing is in flight."""
+        try:
+            return self._run(time_budget, stop, endless)
+        except BaseException:
+            self._cancel_unstarted()  # nothing is sent that could not be recorded
+            raise
+
+    def _run(self, time_budget: float, stop: threading.Event | None, endless: bool) -> DrainResult:
+        self._keep_reports = not endless  # an endless drain may run for hours: it keeps no report
+        started = period_started = time.monotonic()
         nothing_due_since: float | None = None  # when a claim last found fewer due rows than it asked
         done: list[Sent] = []
+        stopping = False
         while True:
-            claiming = time.monotonic() - started < time_budget
+            if stop is not None and stop.is_set() and not stopping:
+                stopping = True
+                done = done + self._let_go()
+            if endless and time.monotonic() - period_started >= time_budget:
+                period_started, self.on_backlog = time.monotonic(), self._backlog_call
+            claiming = not stopping and (endless or time.monotonic() - started < time_budget)
             free = self.capacity - self.busy - len(self.held) if claiming else 0
             if nothing_due_since is not None and time.monotonic() - nothing_due_since < self.poll_seconds:
                 free = 0  # nothing was due a moment ago: look again only after a short pause
@@ -236,10 +303,23 @@ class Drain:
             # to renew the leases
             done = self._collect(timeout=self.poll_seconds if claiming else self.outbox.lease.total_seconds() / 20)
 
+    def _let_go(self) -> list[Sent]:
+        """Stopping: the rows not started yet (held, or queued for a sender) are released in the next turn."""
+        self._cancel_unstarted()
+        now = self.outbox.now()
+        released = [(row, now, None) for row in self.held]
+        self.held = []
+        return released
+
+    def _cancel_unstarted(self) -> None:
+        """Cancel the sends still queued for a sender (their rows come back through `finished` as not attempted)."""
+        for future in list(self.sending):
+            future.cancel()
+
     def _turn(self, done: list[Sent], free: int) -> tuple[list[Claimed], list[Claimed], int]:
         """One transaction: record the finished attempts, check the held rows that may go now, renew the leases
         when a fifth of the lease has passed, claim up to `free` due rows. Returns (held rows to start, newly
-        claimed ones, how many were leased)."""
+        claimed ones, how many were leased). A row whose load or record raises is recorded as `Failed`, alone."""
         now = self.outbox.now()
         renew = bool(self.mine) and now >= self.lease_expires - self.outbox.lease * 4 / 5
         if not done and free <= 0 and not self.held and not renew:
@@ -247,33 +327,157 @@ class Drain:
         without_waiting_for_disk()
         attempts = [sent for sent in done if not isinstance(sent[2], Deferred)]
         deferred = [sent for sent in done if isinstance(sent[2], Deferred)]
-        statuses = self._record(attempts) if attempts else {}
-        if attempts and hasattr(self.kind, "record"):
-            self.kind.record(attempts, statuses)
+        statuses, failures = self._record_each(attempts) if attempts else ({}, [])
         if deferred:
             self._defer(deferred)
             if hasattr(self.kind, "found_down"):
                 self.kind.found_down([row for row, _, outcome in deferred if outcome.found_down])
-        self.mine.difference_update(row.id for row, _, _ in done)
+        self.mine.difference_update(_id_of(row) for row, _, _ in done)
         ready = self.shares.resumable(self)
         ours = self.shares.still_ours(self, ready) if ready else set()
         if renew:
             self._renew(now)
         ids, self.passed_over = self.shares.lease_due(self, now, free) if free > 0 else ([], False)
-        claimed = self.kind.load(ids, now + self.outbox.lease) if ids else []
+        claimed, unloaded = self._load(ids, now + self.outbox.lease) if ids else ([], [])
+        if unloaded:
+            statuses.update(self._fail(unloaded))
         db.session.commit()
-        if ids and not self.mine:
+        failures += unloaded
+        if claimed and not self.mine:
             self.lease_expires = now + self.outbox.lease
-        self.mine.update(ids)
+        # the rows the kind loaded are ours to send; those it left out it settled itself (e.g. skipped)
+        self.mine.update(row.id for row in claimed)
+        for _, _, failed in failures:
+            OUTBOX_ROW_FAILURES.labels(self.outbox.model.__tablename__, failed.step).inc()
         if hasattr(self.kind, "committed"):
             self.kind.committed(done, statuses)
-        self.reports.extend(AttemptReport(row.id, statuses[row.id], outcome)
-                            for row, _, outcome in attempts if outcome is not None)
+        if self._keep_reports:
+            self.reports.extend(AttemptReport(_id_of(row), statuses[_id_of(row)], outcome)
+                                for row, _, outcome in attempts + unloaded if outcome is not None)
         # held rows no longer ours (lease lapsed, or the kind's own reason) are dropped
         rechecked = {row.id for row in ready}
         self.held = [row for row in self.held if row.id not in rechecked]
         self.mine.difference_update(rechecked - ours)
         return [row for row in ready if row.id in ours], claimed, len(ids)
+
+    def _record_each(self, attempts: list[Sent]) -> tuple[dict[str, str], list[Sent]]:
+        """Record `attempts` (the first step of the turn's transaction); when that raises, start the transaction
+        again and record each row on its own, those that raise again as `Failed`. Returns (the new statuses, the
+        rows recorded as `Failed`)."""
+        try:
+            return self._record_some(attempts)
+        except Exception as error:
+            if _database_fault(error):
+                raise
+            db.session.rollback()
+            log.warning("recording %d %s raised (%s: %s); recording each on its own", len(attempts),
+                        self.outbox.model.__tablename__, type(error).__name__, error)
+        without_waiting_for_disk()
+        statuses: dict[str, str] = {}
+        failed: list[Sent] = [sent for sent in attempts if isinstance(sent[2], Failed)]
+        for sent in attempts:
+            if isinstance(sent[2], Failed):
+                continue
+            try:
+                with db.session.begin_nested():
+                    recorded, _ = self._record_some([sent])
+            except Exception as error:
+                if _database_fault(error):
+                    raise
+                log.error("recording %s %s raised: recorded as a failed attempt", self.outbox.model.__tablename__,
+                          _id_of(sent[0]), exc_info=True)
+                failed.append((sent[0], sent[1], Failed.of("record", error)))
+                continue
+            statuses.update(recorded)
+        statuses.update(self._fail(failed))
+        return statuses, failed
+
+    def _record_some(self, attempts: list[Sent]) -> tuple[dict[str, str], list[Sent]]:
+        """Record `attempts` in the turn's transaction: the kind's outcomes, then the `Failed` ones."""
+        failed = [sent for sent in attempts if isinstance(sent[2], Failed)]
+        answered = [sent for sent in attempts if not isinstance(sent[2], Failed)]
+        statuses = self._record(answered) if answered else {}
+        sent_rows = [sent for sent in answered if sent[2] is not None]
+        if sent_rows and hasattr(self.kind, "record"):
+            self.kind.record(sent_rows, statuses)
+        if failed:
+            statuses.update(self._fail(failed))
+        return statuses, failed
+
+    def _load(self, ids: list[str], lease_expires: datetime) -> tuple[list[Claimed], list[Sent]]:
+        """The kind's load of the claimed rows; when it raises, each row is loaded on its own and those that raise
+        again are `Failed` (returned as (id, now, Failed), to be recorded in this turn)."""
+        try:
+            with db.session.begin_nested():
+                return self.kind.load(ids, lease_expires), []
+        except Exception as error:
+            if _database_fault(error):
+                raise
+        loaded: list[Claimed] = []
+        unloaded: list[Sent] = []
+        for row_id in ids:
+            try:
+                with db.session.begin_nested():
+                    loaded.extend(self.kind.load([row_id], lease_expires))
+            except Exception as error:
+                if _database_fault(error):
+                    raise
+                log.error("loading %s %s raised: recorded as a failed attempt", self.outbox.model.__tablename__,
+                          row_id, exc_info=True)
+                unloaded.append((row_id, self.outbox.now(), Failed.of("load", error)))
+        return loaded, unloaded
+
+    def _fail(self, failures: list[Sent]) -> dict[str, str]:
+        """Record `Failed` rows (still under this drain's lease) as failed attempts on the retry schedule, with the
+        kind's columns and records when they can be written (else the engine's alone). Returns the new statuses."""
+        outbox, now = self.outbox, self.outbox.now()
+        model = outbox.model
+        table = model.__table__
+        numbers = dict(db.session.execute(
+            select(model.id, model.attempts)
+            .where(model.id.in_([_id_of(row) for row, _, _ in failures]), model.lease_token == self.token)).all())
+        rows, statuses = [], {}
+        for row, attempted_at, failed in failures:
+            row_id = _id_of(row)
+            if row_id not in numbers:
+                continue  # no longer ours
+            number = numbers[row_id] + 1
+            following = outbox.schedule.next_attempt_at(number, attempted_at)
+            statuses[row_id] = outbox.retry if following is not None else outbox.given_up
+            rows.append({"b_id": row_id, "b_token": self.token, "status": statuses[row_id], "attempts": number,
+                         "next_attempt_at": following, "lease_token": None, "lease_expires_at": None,
+                         "updated_at": now, "_failed": failed})
+        if not rows:
+            return statuses
+
+        def write(with_kind: bool) -> None:
+            for columns in {tuple(sorted(self._failed_columns(row, with_kind))) for row in rows}:
+                group = [self._failed_columns(row, with_kind) for row in rows]
+                group = [values for values in group if tuple(sorted(values)) == columns]
+                db.session.connection().execute(
+                    update(table).where(table.c.id == bindparam("b_id"), table.c.lease_token == bindparam("b_token"))
+                    .values({name: bindparam(name) for name in columns if not name.startswith("b_")}),
+                    group,
+                )
+            if with_kind and hasattr(self.kind, "failed"):
+                self.kind.failed([sent for sent in failures if _id_of(sent[0]) in statuses], statuses)
+
+        try:
+            with db.session.begin_nested():
+                write(with_kind=True)
+        except Exception as error:
+            if _database_fault(error):
+                raise
+            log.error("the kind's record of failed %s raised; only their status is recorded",
+                      self.outbox.model.__tablename__, exc_info=True)
+            write(with_kind=False)
+        return statuses
+
+    def _failed_columns(self, row: dict, with_kind: bool) -> dict:
+        values = {name: value for name, value in row.items() if name != "_failed"}
+        if with_kind and hasattr(self.kind, "failed_columns"):
+            values.update(self.kind.failed_columns(row["_failed"]))
+        return values
 
     def _renew(self, now: datetime) -> None:
         """Push back the lease of every row this drain holds (in the turn's transaction)."""
@@ -327,11 +531,11 @@ class Drain:
                 "updated_at": now,
             })
         connection = db.session.connection()
-        if rows:
+        for columns in {tuple(sorted(row)) for row in rows}:  # one statement per set of columns
             connection.execute(
                 update(table).where(table.c.id == bindparam("b_id"), table.c.lease_token == bindparam("b_token"))
-                .values({name: bindparam(name) for name in rows[0] if not name.startswith("b_")}),
-                rows,
+                .values({name: bindparam(name) for name in columns if not name.startswith("b_")}),
+                [row for row in rows if tuple(sorted(row)) == columns],
             )
         if unsent:
             connection.execute(update(table).where(table.c.id.in_(unsent), table.c.lease_token == self.token)
@@ -342,10 +546,20 @@ class Drain:
         group = self.shares.group_of(row)
         self.in_flight[group] = self.in_flight.get(group, 0) + 1
         future = self.senders.submit(self._send, row)
+        self.sending[future] = row
         future.add_done_callback(self.finished.put)
 
     def _send(self, row: Claimed) -> Sent:
-        """Send one row unless its transport is down (then it is deferred to the next probe)."""
+        """Send one row unless its transport is down (then it is deferred to the next probe); whatever raises is
+        this row's `Failed` outcome alone."""
+        try:
+            return self._send_through_circuit(row)
+        except Exception as error:
+            log.error("sending %s %s raised: recorded as a failed attempt", self.outbox.model.__tablename__, row.id,
+                      exc_info=True)
+            return row, self.outbox.now(), Failed.of("send", error)
+
+    def _send_through_circuit(self, row: Claimed) -> Sent:
         key = self.circuits.circuit_of(row)
         if key is None:
             return (row, *self._attempt(row))
@@ -383,8 +597,16 @@ class Drain:
                 futures.append(self.finished.get_nowait())
         except queue.Empty:
             pass
-        done = [future.result() for future in futures]
-        for row, _, _ in done:
+        done = []
+        for future in futures:
+            row = self.sending.pop(future)
+            if future.cancelled():
+                done.append((row, self.outbox.now(), None))  # never started: released
+            else:
+                try:
+                    done.append(future.result())
+                except Exception as error:  # `_send` catches everything; a stand-in all the same
+                    done.append((row, self.outbox.now(), Failed.of("send", error)))
             group = self.shares.group_of(row)
             self.in_flight[group] -= 1
             if not self.in_flight[group]:
@@ -395,4 +617,4 @@ class Drain:
         """A claim found as many due rows as it asked for: a backlog, so another worker may help."""
         if self.on_backlog is not None:
             self.on_backlog()
-            self.on_backlog = None  # once per drain; the drain it wakes wakes the next one
+            self.on_backlog = None  # once per time budget; the drain it wakes wakes the next one

@@ -5,6 +5,7 @@ a 2xx is delivered, anything else a failure that counts towards the endpoint's d
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -18,19 +19,20 @@ from core.metrics import WEBHOOK_ATTEMPTS, WEBHOOK_DELIVERY_LATENCY
 from core.models import Event, new_id
 from core.models.webhooks import SENDABLE_STATUSES, WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from core.outbox.circuit import Deferred
-from core.outbox.drain import SUCCEEDED, TEMPORARY, Drain, DrainResult, Sent
+from core.outbox.drain import SUCCEEDED, TEMPORARY, Drain, DrainResult, Failed, Sent
 from core.outbox.leases import Outbox
 from core.webhooks.endpoints import disable_endpoint_after_failures, signing_secret, target_url
 from core.webhooks.runtime import SENDER_THREADS, runtime
 from core.webhooks.schedule import DISABLE_AFTER_CONSECUTIVE_FAILURES, SCHEDULE
 from core.webhooks.signing import delivery_headers
-from core.webhooks.transport import DEADLINE_SECONDS, AttemptOutcome
+from core.webhooks.transport import AttemptOutcome
 
 # What one claim leases at most. A drain holds up to two per sender slot (one being sent, one queued behind it)
 # and leases only what it can start.
 CLAIM_BATCH = SENDER_THREADS
-# The lease outlasts a claimed attempt's wait behind 10 s attempts plus its own 10 s, many times over.
-LEASE = timedelta(seconds=DEADLINE_SECONDS * (CLAIM_BATCH + 4))
+# Renewed every fifth of it while the drain works (core/outbox/drain.py), so a claimed attempt's wait behind 10 s
+# attempts plus its own 10 s never outlasts it; after a killed worker its deliveries are free again this soon.
+LEASE = timedelta(seconds=45)
 # The most of a drain's sender slots (in flight or held behind them) one endpoint may hold.
 ENDPOINT_SLOTS = SENDER_THREADS // 2
 # A drain stops claiming after this long (it still finishes what it sent), so one job never runs for ever.
@@ -258,23 +260,44 @@ class DeliveryKind:
                     if attempt.endpoint_id == endpoint_id and statuses[attempt.id] == "retry_scheduled":
                         statuses[attempt.id] = "endpoint_disabled"
 
+    def failed(self, failures: list[Sent], statuses: dict[str, str]) -> None:
+        """Each failed row's `webhook_attempts` row, with the reason (an error of Karibu's: not counted against
+        the endpoint)."""
+        delivery_ids = [attempt if isinstance(attempt, str) else attempt.id for attempt, _, _ in failures]
+        shown_urls = dict(db.session.execute(
+            select(WebhookDelivery.id, WebhookEndpoint.url)
+            .join(WebhookEndpoint, WebhookEndpoint.id == WebhookDelivery.endpoint_id)
+            .where(WebhookDelivery.id.in_(delivery_ids))).all())
+        numbers = dict(db.session.execute(
+            select(WebhookDelivery.id, WebhookDelivery.attempts).where(WebhookDelivery.id.in_(delivery_ids))).all())
+        db.session.connection().execute(insert(WebhookAttempt.__table__), [{
+            "id": new_id("wha"), "delivery_id": delivery_id, "number": numbers[delivery_id],
+            "url": shown_urls.get(delivery_id, ""), "attempted_at": attempted_at, "duration_ms": 0,
+            "error_class": "internal", "error": failed.reason,
+        } for delivery_id, (_, attempted_at, failed) in zip(delivery_ids, failures)])
+
+    def failed_columns(self, failed: Failed) -> dict:
+        return {"last_response_code": None, "last_error_class": "internal"}
+
     def committed(self, finished: list[Sent], statuses: dict[str, str]) -> None:
         """Metrics of the committed attempts."""
         now = runtime.clock.now()
         for attempt, _, outcome in finished:
-            if attempt.id not in statuses:
-                continue  # deferred: not an attempt
+            if attempt.id not in statuses or not isinstance(outcome, AttemptOutcome):
+                continue  # deferred or failed: not an attempt of the receiver
             WEBHOOK_ATTEMPTS.labels(statuses[attempt.id], outcome.error_class or "none").inc()
             if outcome.delivered:
                 WEBHOOK_DELIVERY_LATENCY.observe(max(0.0, (now - attempt.event_occurred_at).total_seconds()))
 
 
 def drain_due_deliveries(time_budget: float = DRAIN_TIME_BUDGET,
-                         on_backlog: Callable[[], None] | None = None) -> DrainResult:
-    """Attempt due deliveries until none is due or the time budget is spent; `on_backlog` is called (once) when
-    more is due than this drain can start at once."""
+                         on_backlog: Callable[[], None] | None = None,
+                         stop: threading.Event | None = None) -> DrainResult:
+    """Attempt due deliveries until none is due or the time budget is spent; with `stop` (a lane), until none is due
+    or `stop` is set, claiming all along (no receiver's slow tail pauses the others' deliveries: `Drain.run`
+    `endless`). `on_backlog` is called (once per time budget) when more is due than this drain can start at once."""
     drain = Drain(DeliveryKind(), runtime.senders(), capacity=2 * SENDER_THREADS, on_backlog=on_backlog)
-    return drain.run(time_budget)
+    return drain.run(time_budget, stop, endless=stop is not None)
 
 
 def lease_fairly(now: datetime, limit: int, token: str, taken: dict[str, int]) -> list[tuple[str, str]]:

@@ -15,6 +15,7 @@ ERROR_CLASS_LABELS = {
     "redirect": lazy_gettext("redirect"),
     "blocked_address": lazy_gettext("blocked address"),
     "http_status": lazy_gettext("HTTP error"),
+    "internal": lazy_gettext("Karibu error"),
 }
 
 
@@ -93,4 +94,8 @@ def explain_failure(error_class: str | None, error: str | None, status: int | No
                  "final URL instead.", status=status or "3xx")
     if error_class == "http_status":
         return _http_status(status)
+    if error_class == "internal":
+        return _("Karibu could not send this delivery because of an error on its own side (%(reason)s). It is tried "
+                 "again on the retry schedule and not counted against the endpoint; the other deliveries go on.",
+                 reason=error or _("no detail"))
     return _("The delivery failed.")
