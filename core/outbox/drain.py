@@ -600,13 +600,8 @@ class Drain:
         done = []
         for future in futures:
             row = self.sending.pop(future)
-            if future.cancelled():
-                done.append((row, self.outbox.now(), None))  # never started: released
-            else:
-                try:
-                    done.append(future.result())
-                except Exception as error:  # `_send` catches everything; a stand-in all the same
-                    done.append((row, self.outbox.now(), Failed.of("send", error)))
+            # never started (cancelled: the drain is stopping): released; `_send` itself never raises
+            done.append((row, self.outbox.now(), None) if future.cancelled() else future.result())
             group = self.shares.group_of(row)
             self.in_flight[group] -= 1
             if not self.in_flight[group]:
