@@ -10,7 +10,7 @@ from cli.admin import domain_errors_as_usage
 from core.scoping import InstitutionScope
 from core.timefmt import isoformat_z, parse_utc
 from core.webhooks.endpoints import enable_endpoint, rotate_secret, save_endpoint
-from core.webhooks.log import list_deliveries, recover_since, redeliver, send_test_ping
+from core.webhooks.log import last_errors, list_deliveries, recover_since, redeliver, send_test_ping
 
 webhooks_group = AppGroup("webhooks", help="Configure the institution's webhook endpoint and inspect deliveries.")
 
@@ -70,6 +70,7 @@ def ping_command(institution_id: str) -> None:
 def log_command(institution_id: str, status: str | None, limit: int, as_json: bool) -> None:
     """The delivery log, newest first."""
     page = list_deliveries(InstitutionScope(institution_id), status, limit=limit)
+    errors = last_errors([d.id for d in page.rows])
     rows = [{
         "id": d.id,
         "event_id": d.event_id,
@@ -77,11 +78,14 @@ def log_command(institution_id: str, status: str | None, limit: int, as_json: bo
         "status": d.status,
         "attempts": d.attempts,
         "last_response_code": d.last_response_code,
+        "last_error_class": d.last_error_class,
+        "last_error": errors.get(d.id) if d.status != "delivered" else None,
         "next_attempt_at": isoformat_z(d.next_attempt_at),
     } for d in page.rows]
     human = "\n".join(
         f"{r['id']}  {r['type']:<22} {r['status']:<17} attempts={r['attempts']} "
-        f"last={r['last_response_code'] or '-'} next={r['next_attempt_at'] or '-'}" for r in rows
+        f"last={r['last_response_code'] or r['last_error_class'] or '-'} next={r['next_attempt_at'] or '-'}"
+        + (f"\n    {r['last_error']}" if r["last_error"] else "") for r in rows
     ) or "No deliveries."
     _emit(as_json, {"deliveries": rows}, human)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from core.errors import Conflict, InvalidInput
 from core.events.emission import emit_webhook_test, event_body
@@ -55,6 +55,16 @@ def get_delivery_with_attempts(scope: InstitutionScope, delivery_id: str
         select(WebhookAttempt).where(WebhookAttempt.delivery_id == delivery.id).order_by(WebhookAttempt.number)
     ))
     return delivery, attempts
+
+
+def last_errors(delivery_ids: list[str]) -> dict[str, str]:
+    """The error text of each delivery's latest failed attempt, by delivery id (those with none are left out)."""
+    latest = (select(WebhookAttempt.delivery_id, func.max(WebhookAttempt.number).label("number"))
+              .where(WebhookAttempt.delivery_id.in_(delivery_ids)).group_by(WebhookAttempt.delivery_id).subquery())
+    return dict(db.session.execute(
+        select(WebhookAttempt.delivery_id, WebhookAttempt.error)
+        .join(latest, (latest.c.delivery_id == WebhookAttempt.delivery_id) & (latest.c.number == WebhookAttempt.number))
+        .where(WebhookAttempt.error.is_not(None))).all())
 
 
 @dataclass(frozen=True)
