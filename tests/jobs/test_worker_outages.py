@@ -105,3 +105,28 @@ def test_worker_outlives_a_database_outage_and_resumes_by_itself(engine, factory
         os.killpg(worker.pid, signal.SIGTERM)
         worker.wait(timeout=30)
         proxy.stop()
+
+
+def test_during_a_redis_outage_the_worker_wakes_its_own_lane_for_rows_due(engine, factory, receiver,  # noqa: F811
+                                                                         own_redis, database_url):
+    """No drain job can reach the worker while Redis is down: its own sweep finds the rows due and wakes its lane,
+    so deliveries go on with PostgreSQL alone."""
+    institution = factory.institution()
+    configure(engine, institution, receiver, url=receiver.url("127.0.0.1"))
+    worker = start_worker(engine, receiver, database_url, redis_url=own_redis.url)
+    try:
+        emit(engine, "webhook.test", institution)
+        assert wait_until(lambda: [d.status for d in deliveries(engine, institution)] == ["delivered"], 30)
+        time.sleep(2)  # its drain has ended: the lane waits to be woken
+
+        own_redis.stop()
+        time.sleep(2)
+        emit(engine, "webhook.test", institution)  # written with its wake-up lost (Redis refuses it)
+        written = time.monotonic()
+        assert wait_until(lambda: [d.status for d in deliveries(engine, institution)] == ["delivered"] * 2, 30), \
+            "a delivery due during the Redis outage waited for Redis"
+        print(f"\ndelivered {time.monotonic() - written:.1f} s after it was written, Redis still down")
+        assert own_redis.process is None and worker.poll() is None
+    finally:
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=30)

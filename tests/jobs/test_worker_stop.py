@@ -67,12 +67,16 @@ def test_sigterm_with_a_backlog_stops_within_30_s_and_a_fresh_worker_sends_the_r
         assert wait_for(lambda: len(receiver.requests) > 20, 60), worker.log_path.read_text()[-3000:]
         asked = time.monotonic()
         os.killpg(worker.pid, signal.SIGTERM)  # as systemd does: the whole unit
+        in_flight = len(receiver.requests)
         worker.wait(timeout=60)
         took = time.monotonic() - asked
     finally:
         end(worker)
     print(f"\nSIGTERM with a backlog to a {RECEIVER_SECONDS} s receiver: exited after {took:.1f} s")
     assert took <= STOP_BOUND_SECONDS
+    # the sends queued behind those in flight were not started (the first in flight end 5 s after they began)
+    late = [r for r in receiver.requests if r.received_at > asked + 2]
+    assert not late, f"{len(late)} sends started after SIGTERM ({in_flight} were in flight)"
     status = counts(engine, ids)
     assert not any(leased for _, leased in status), f"leases kept after the stop: {status}"
     sent = Counter(r.headers["webhook-id"] for r in receiver.requests)

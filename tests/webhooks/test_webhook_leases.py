@@ -64,3 +64,36 @@ def test_a_drain_keeps_no_lease_of_a_disabled_endpoints_delivery(engine, factory
         assert drain.mine == set(), "the drain still renews leases it does not hold"
     assert [d.status for d in deliveries(engine, disabled)] == ["endpoint_disabled"]
     assert [d.status for d in deliveries(engine, sending)] == ["delivered"]
+
+
+def test_a_stopping_drain_releases_the_deliveries_it_held_back_and_sends_none_of_them(engine, factory, receiver):
+    """Near its disable threshold an endpoint gets one attempt at a time, the rest of its share held; asked to stop
+    while that attempt is in flight, the drain records it and releases the held ones (another worker takes them at
+    once) instead of starting them."""
+    institution = factory.institution()
+    configure(engine, institution, receiver)
+    with engine.app_context():
+        db.session.execute(text("UPDATE webhook_endpoints SET consecutive_failures = 19 WHERE institution_id = :id"),
+                           {"id": institution.id})
+        db.session.commit()
+    for _ in range(8):
+        emit(engine, "webhook.test", institution)
+    receiver.behaviour.delay_seconds = 2
+    stop = threading.Event()
+    drainer = threading.Thread(target=lambda: _drain_in(engine, stop))
+    drainer.start()
+    try:
+        assert len(receiver.server.wait_for(1, timeout=10)) == 1
+        stop.set()
+    finally:
+        drainer.join(timeout=30)
+    assert not drainer.is_alive()
+    time.sleep(1)
+    assert len(receiver.requests) == 1, "a held delivery was started after the drain was asked to stop"
+    states = sorted((d.status, d.attempts, d.lease_token) for d in deliveries(engine, institution))
+    assert states == [("delivered", 1, None)] + [("pending", 0, None)] * 7
+
+
+def _drain_in(app, stop: threading.Event) -> None:
+    with app.app_context():
+        drain_due_deliveries(stop=stop)
