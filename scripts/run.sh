@@ -38,7 +38,13 @@ say "Applying database migrations"
 say "Loading demo data"
 seed_json="$("${FLASK[@]}" seed-demo --json 2>/dev/null)"
 
-stop() { say "Stopping Karibu"; trap - EXIT; stop_children; exit 0; }
+# A worker asked to stop exits within 30 s (it finishes its sends in flight); one still running after 40 s is killed.
+WORKER_STOP_SECONDS=40
+stop() {
+  say "Stopping Karibu"; trap - EXIT
+  ( sleep "$WORKER_STOP_SECONDS"; kill -9 "${CHILD_PID[worker]}" 2>/dev/null ) & local deadline=$!
+  stop_children; kill "$deadline" 2>/dev/null; exit 0
+}
 trap stop_children EXIT
 trap stop INT TERM
 
