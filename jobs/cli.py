@@ -13,7 +13,6 @@ from flask import current_app
 from flask.cli import with_appcontext
 from prometheus_client import start_http_server
 from redis.exceptions import RedisError
-from rq.exceptions import StopRequested
 
 from core.config import settings
 from core.db import redis_connection
@@ -78,6 +77,8 @@ def _end_with_the_worker(worker_pid: int) -> None:
 
 def _work(names: list[str], burst: bool, config, stop_claiming) -> None:
     """RQ's worker loop, started again after a Redis failure, until SIGTERM (or, with `burst`, empty queues)."""
+    from rq.exceptions import StopRequested
+
     from jobs.upkeep import SweepingWorker
 
     def stop_requested(signum, frame):

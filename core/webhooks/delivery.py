@@ -96,8 +96,9 @@ class DeliveryKind:
     `Records`): an endpoint's attempts run at once only while they cannot take it past its disable threshold."""
 
     outbox = DELIVERIES
-    # Deliveries committed while a slow receiver holds some slots wait for this poll of the running drain.
-    poll_seconds = 0.1
+    # Deliveries committed while a slow receiver holds some slots wait for this poll of the running (endless) drain:
+    # a claim every 0.05 s while anything is in flight, a few milliseconds of PostgreSQL each.
+    poll_seconds = 0.05
 
     def __init__(self):
         self.transport = runtime.transport()

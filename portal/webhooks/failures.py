@@ -97,5 +97,5 @@ def explain_failure(error_class: str | None, error: str | None, status: int | No
     if error_class == "internal":
         return _("Karibu could not send this delivery because of an error on its own side (%(reason)s). It is tried "
                  "again on the retry schedule and not counted against the endpoint; the other deliveries go on.",
-                 reason=error or _("no detail"))
+                 reason=error)
     return _("The delivery failed.")

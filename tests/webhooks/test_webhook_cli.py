@@ -36,7 +36,8 @@ def test_set_rotate_ping_log_enable(engine, factory, receiver):
 
     log = json.loads(invoke(engine, "log", "--institution", institution.id, "--json").output)
     [entry] = log["deliveries"]
-    assert set(entry) == {"id", "event_id", "type", "status", "attempts", "last_response_code", "next_attempt_at"}
+    assert set(entry) == {"id", "event_id", "type", "status", "attempts", "last_response_code", "last_error_class",
+                          "last_error", "next_attempt_at"}
     assert (entry["type"], entry["status"], entry["attempts"], entry["last_response_code"]) == (
         "webhook.test", "delivered", 1, 200)
     assert json.loads(invoke(engine, "log", "--institution", institution.id, "--status", "dead", "--json")
