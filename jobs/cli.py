@@ -54,14 +54,19 @@ def worker_command(queues: str, burst: bool, lanes: bool) -> None:
         os.register_at_fork(after_in_child=metrics_server.socket.close)
     # RQ's worker (and every job module) only in worker processes
     from jobs import deliveries, messages
-    from jobs.lanes import start_lanes, stop_claiming, stop_lanes
+    from jobs.lanes import finish_lanes, start_lanes, stop_claiming, stop_lanes
 
     names = [name.strip() for name in queues.split(",") if name.strip()]
     outboxes = (deliveries.LANE, messages.LANE)
     start_lanes(current_app._get_current_object(), [lane for lane in outboxes if lanes and lane.name in names])
     try:
         _work(names, burst, config, stop_claiming)
-    finally:
+    except BaseException:
+        stop_lanes(timeout=LANE_STOP_SECONDS)
+        raise
+    if burst:
+        finish_lanes()  # --burst: what is due is delivered before the exit
+    else:
         stop_lanes(timeout=LANE_STOP_SECONDS)
 
 

@@ -36,6 +36,7 @@ class Lane:
         self.name, self._drain, self._app, self.outbox = name, drain, app, outbox
         self._woken = threading.Event()
         self._stop = threading.Event()
+        self._finishing = False  # end once nothing is due (a burst worker's end)
         self.draining = False
         self._thread = threading.Thread(target=self._run, name=f"{name}-lane", daemon=True)
 
@@ -51,7 +52,12 @@ class Lane:
         self._stop.set()
         self._woken.set()
 
-    def join(self, timeout: float) -> bool:
+    def finish(self) -> None:
+        """Drain what is due now, then end (the lane's drain is not cut short)."""
+        self._finishing = True
+        self._woken.set()
+
+    def join(self, timeout: float | None) -> bool:
         """Wait up to `timeout` for the lane to end; True when it did."""
         self._thread.join(timeout)
         return not self._thread.is_alive()
@@ -69,6 +75,8 @@ class Lane:
                 more_due = self._drain_once()
             finally:
                 self.draining = False
+            if self._finishing and not more_due and not self._woken.is_set():
+                return
 
     def _drain_once(self) -> bool:
         with self._app.app_context():
@@ -102,6 +110,14 @@ def stop_lanes(timeout: float) -> None:
     for name in list(_lanes):
         if not _lanes.pop(name).join(max(0.0, deadline - time.monotonic())):
             log.warning("the %s lane was still sending after %.0f s; its leases lapse by themselves", name, timeout)
+
+
+def finish_lanes() -> None:
+    """A burst worker's end: every lane drains what is due (as the drain jobs asked), then ends."""
+    for lane in list(_lanes.values()):
+        lane.finish()
+    for name in list(_lanes):
+        _lanes.pop(name).join(None)
 
 
 def wake(name: str, queue_name: str, job: str, hops: int) -> bool:
