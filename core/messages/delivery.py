@@ -194,6 +194,7 @@ def drain_due_messages(time_budget: float = DRAIN_TIME_BUDGET,
     transports = Transports()
     try:
         with ThreadPoolExecutor(SENDER_CONNECTIONS, thread_name_prefix="message-sender") as senders:
-            return Drain(MessageKind(transports), senders, capacity=CAPACITY, on_backlog=on_backlog).run(time_budget, stop)
+            drain = Drain(MessageKind(transports), senders, capacity=CAPACITY, on_backlog=on_backlog)
+            return drain.run(time_budget, stop)
     finally:
         transports.close()

@@ -51,7 +51,8 @@ class Failed:
     @classmethod
     def of(cls, step: str, error: BaseException) -> Failed:
         text = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        reason = f"Karibu could not {_STEP_VERBS[step]} this row: {type(error).__name__}" + (f": {text}" if text else "")
+        reason = f"Karibu could not {_STEP_VERBS[step]} this row: {type(error).__name__}"
+        reason += f": {text}" if text else ""
         return cls(step, reason[:REASON_CHARACTERS])
 
 
@@ -384,8 +385,8 @@ class Drain:
             except Exception as error:
                 if _database_fault(error):
                     raise
-                log.error("recording %s %s raised: recorded as a failed attempt", self.outbox.model.__tablename__,
-                          _id_of(sent[0]), exc_info=True)
+                log.exception("recording %s %s raised: recorded as a failed attempt", self.outbox.model.__tablename__,
+                          _id_of(sent[0]))
                 failed.append((sent[0], sent[1], Failed.of("record", error)))
                 continue
             statuses.update(recorded)
@@ -422,8 +423,8 @@ class Drain:
             except Exception as error:
                 if _database_fault(error):
                     raise
-                log.error("loading %s %s raised: recorded as a failed attempt", self.outbox.model.__tablename__,
-                          row_id, exc_info=True)
+                log.exception("loading %s %s raised: recorded as a failed attempt", self.outbox.model.__tablename__,
+                          row_id)
                 unloaded.append((row_id, self.outbox.now(), Failed.of("load", error)))
         return loaded, unloaded
 
@@ -468,8 +469,8 @@ class Drain:
         except Exception as error:
             if _database_fault(error):
                 raise
-            log.error("the kind's record of failed %s raised; only their status is recorded",
-                      self.outbox.model.__tablename__, exc_info=True)
+            log.exception("the kind's record of failed %s raised; only their status is recorded",
+                      self.outbox.model.__tablename__)
             write(with_kind=False)
         return statuses
 
@@ -555,8 +556,7 @@ class Drain:
         try:
             return self._send_through_circuit(row)
         except Exception as error:
-            log.error("sending %s %s raised: recorded as a failed attempt", self.outbox.model.__tablename__, row.id,
-                      exc_info=True)
+            log.exception("sending %s %s raised: recorded as a failed attempt", self.outbox.model.__tablename__, row.id)
             return row, self.outbox.now(), Failed.of("send", error)
 
     def _send_through_circuit(self, row: Claimed) -> Sent:

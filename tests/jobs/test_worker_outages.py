@@ -107,8 +107,8 @@ def test_worker_outlives_a_database_outage_and_resumes_by_itself(engine, factory
         proxy.stop()
 
 
-def test_during_a_redis_outage_the_worker_wakes_its_own_lane_for_rows_due(engine, factory, receiver,  # noqa: F811
-                                                                         own_redis, database_url):
+def test_during_a_redis_outage_the_worker_wakes_its_own_lane_for_rows_due(
+        engine, factory, receiver, own_redis, database_url):  # noqa: F811
     """No drain job can reach the worker while Redis is down: its own sweep finds the rows due and wakes its lane,
     so deliveries go on with PostgreSQL alone."""
     institution = factory.institution()

@@ -53,7 +53,7 @@ def counts(app, institution_ids) -> dict:
 
 
 def test_sigterm_with_a_backlog_stops_within_30_s_and_a_fresh_worker_sends_the_rest_once(
-        engine, factory, receiver, database_url, tmp_path):
+        engine, factory, receiver, database_url, tmp_path):  # noqa: F811
     institutions = [factory.institution() for _ in range(4)]  # 4 endpoints: more claimed than 16 senders start
     for institution in institutions:
         configure(engine, institution, receiver, url=receiver.url("127.0.0.1"))
