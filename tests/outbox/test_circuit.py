@@ -62,7 +62,7 @@ def test_a_failure_opens_the_circuit_and_the_rows_wait_for_the_probe_time(circui
 
 
 def test_one_probe_at_a_time_the_others_wait_for_its_answer(circuit, clock):
-    probe_at, _ = opened(circuit, clock)
+    opened(circuit, clock)
     clock.advance(PAUSE.total_seconds())
     _, _, probe = circuit.admit(clock.now)
     started = time.monotonic()

@@ -49,8 +49,8 @@ def stopped(app, institution, stop: str) -> bool:
 
 
 @pytest.mark.parametrize("stop", ["disabled", "deleted"])
-def test_the_circuits_gauge_clears_when_the_endpoint_is_disabled_or_deleted(engine, factory, receiver, down_port,
-                                                                             database_url, redis_client, stop):
+def test_the_circuits_gauge_clears_when_the_endpoint_is_disabled_or_deleted(
+        engine, factory, receiver, down_port, database_url, stop):
     institution = factory.institution()
     configure(engine, institution, receiver, url=f"https://127.0.0.1:{down_port.port}/hooks")
     metrics_port = free_port()
