@@ -14,7 +14,14 @@ from core.scoping import InstitutionScope
 from core.webhooks.endpoints import disable_endpoint, remove_endpoint
 from tests.conftest import TEST_DB
 from tests.ops.processes import free_port
-from tests.webhooks.conftest import clock, delivering, engine, receiver, resolver, wait_until  # noqa: F401
+from tests.webhooks.conftest import (  # noqa: F401
+    clock,
+    delivering,
+    engine,
+    receiver,
+    resolver,
+    wait_until,
+)
 from tests.webhooks.test_webhook_circuit import down_port  # noqa: F401 (fixture)
 from tests.webhooks.test_webhook_engine import configure, emit
 from tests.webhooks.test_webhook_recovery import start_worker
@@ -50,7 +57,7 @@ def stopped(app, institution, stop: str) -> bool:
 
 @pytest.mark.parametrize("stop", ["disabled", "deleted"])
 def test_the_circuits_gauge_clears_when_the_endpoint_is_disabled_or_deleted(
-        engine, factory, receiver, down_port, database_url, stop):
+        engine, factory, receiver, down_port, database_url, stop):  # noqa: F811 (the fixtures imported above)
     institution = factory.institution()
     configure(engine, institution, receiver, url=f"https://127.0.0.1:{down_port.port}/hooks")
     metrics_port = free_port()
