@@ -7,6 +7,7 @@ import re
 from urllib.parse import unquote_to_bytes
 
 from flask_babel import gettext as _
+from werkzeug.wsgi import LimitedStream
 
 from core.errors import InvalidInput, problem
 
@@ -87,7 +88,8 @@ def undecodable_input(request) -> dict | None:
 
 
 class UnreadableBody(InvalidInput):
-    """The server could not read the request body (malformed chunked encoding, or cut short)."""
+    """The server could not read the request body (malformed chunked encoding, shorter than its Content-Length, or
+    the client stalled)."""
 
     def __init__(self):
         message = _("The request body could not be read: its chunked encoding is malformed or it ended early.")
@@ -124,14 +126,44 @@ class _GuardedInput:
         return iter(self.readline, b"")
 
 
-class GuardedBodyMiddleware:
-    """WSGI middleware: the request body is read through `_GuardedInput`."""
+class _DeclaredLength(LimitedStream):
+    """The body up to its Content-Length: one that ends earlier (or whose read fails) is `UnreadableBody`."""
 
-    def __init__(self, wsgi_app):
+    def on_disconnect(self, error: Exception | None = None) -> None:
+        raise UnreadableBody() from error
+
+
+def _declared_length(environ) -> int | None:
+    """The body's Content-Length, when it has one the server reads it by (not chunked)."""
+    if "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
+        return None
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or "")
+    except ValueError:
+        return None
+    return length if length >= 0 else None
+
+
+class GuardedBodyMiddleware:
+    """WSGI middleware: the request body is read through `_GuardedInput`, and ends where its Content-Length says
+    (`_DeclaredLength`: shorter is unreadable); under gunicorn a client silent for `read_timeout` seconds while the
+    body is read makes it unreadable too."""
+
+    def __init__(self, wsgi_app, read_timeout: float):
         self.wsgi_app = wsgi_app
+        self.read_timeout = read_timeout
 
     def __call__(self, environ, start_response):
         stream = environ.get("wsgi.input")
-        if stream is not None:
-            environ["wsgi.input"] = _GuardedInput(stream)
-        return self.wsgi_app(environ, start_response)
+        if stream is None:
+            return self.wsgi_app(environ, start_response)
+        length = _declared_length(environ)
+        environ["wsgi.input"] = _GuardedInput(stream if length is None else _DeclaredLength(stream, length))
+        client = environ.get("gunicorn.socket")
+        if client is None:
+            return self.wsgi_app(environ, start_response)
+        client.settimeout(self.read_timeout)
+        try:
+            return self.wsgi_app(environ, start_response)
+        finally:
+            client.settimeout(None)  # the response is written as gunicorn writes it
