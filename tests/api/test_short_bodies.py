@@ -89,7 +89,7 @@ def test_a_body_cut_short_by_a_closed_connection_applies_nothing(app, gunicorn, 
         connection.sendall(update_request(tenant, applicant, missing=500))
     time.sleep(2)  # the server has read what was sent, and the end of the connection
     with socket.create_connection(("127.0.0.1", gunicorn), timeout=30) as connection:  # it still serves
-        connection.sendall("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+        connection.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         assert connection.recv(65536).startswith(b"HTTP/1.1 200")
     assert stage_of(app, applicant) == "submitted"
 
