@@ -1,9 +1,8 @@
-"""The input guard at the edge: `undecodable_input(request)` finds text that is not UTF-8 (or holds NUL, lone
-surrogates, U+FFFD), `GuardedBodyMiddleware` turns a failed body read into `UnreadableBody` (a 400).
+"""The input guard at the edge: `undecodable_input(request)` finds text that is not UTF-8 (or holds NUL or
+U+FFFD), `GuardedBodyMiddleware` turns a failed or short body read into `UnreadableBody` (a 400).
 """
 from __future__ import annotations
 
-import re
 from urllib.parse import unquote_to_bytes
 
 from flask_babel import gettext as _
@@ -11,10 +10,9 @@ from werkzeug.wsgi import LimitedStream
 
 from core.errors import InvalidInput, problem
 
-# A character that is not text: NUL, or a lone surrogate (only a decoded str can hold one).
-_NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
-# What a decoder puts for bytes that were not UTF-8 (werkzeug's test client and multipart parser do): refused
-# wherever it is found, like the bytes it stands for.
+# What a decoder puts for bytes that were not UTF-8 (werkzeug decodes cookies, form fields and file names so,
+# encoded surrogates included, and no lone surrogate is left to look for): refused wherever it is found, like the
+# bytes it stands for.
 _REPLACEMENT = "\ufffd"
 _REPLACEMENT_BYTES = _REPLACEMENT.encode("utf-8")
 
@@ -47,7 +45,8 @@ def _percent_encoded_is_text(value: bytes) -> bool:
 
 
 def _decoded_is_text(value: str) -> bool:
-    return _NOT_TEXT.search(value) is None and _REPLACEMENT not in value
+    """A value werkzeug decoded (a cookie, a form field, a file name)."""
+    return "\x00" not in value and _REPLACEMENT not in value
 
 
 def _fault(location: str, name: str) -> dict:
