@@ -132,9 +132,13 @@ class _DeclaredLength(LimitedStream):
         raise UnreadableBody() from error
 
 
+def _is_chunked(environ) -> bool:
+    return "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
+
+
 def _declared_length(environ) -> int | None:
     """The body's Content-Length, when it has one the server reads it by (not chunked)."""
-    if "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
+    if _is_chunked(environ):
         return None
     try:
         length = int(environ.get("CONTENT_LENGTH") or "")
@@ -159,7 +163,7 @@ class GuardedBodyMiddleware:
         length = _declared_length(environ)
         environ["wsgi.input"] = _GuardedInput(stream if length is None else _DeclaredLength(stream, length))
         client = environ.get("gunicorn.socket")
-        if client is None:
+        if client is None or not (length or _is_chunked(environ)):  # no body to wait for
             return self.wsgi_app(environ, start_response)
         client.settimeout(self.read_timeout)
         try:

@@ -103,3 +103,14 @@ def test_a_client_that_stops_sending_mid_body_gets_a_400_after_the_body_timeout(
     assert_unreadable_body(*answer)
     assert waited >= BODY_TIMEOUT_SECONDS - 0.5
     assert stage_of(app, applicant) == "submitted"
+
+
+def test_a_chunked_body_whose_client_stops_sending_is_a_400_after_the_body_timeout(app, gunicorn, tenant,
+                                                                                    applicant):
+    body = json.dumps({"updates": [{"id": applicant.id, "stage": "interview"}]}).encode()
+    head = (f"PATCH {UPDATE} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Authorization: Bearer {tenant.raw_key}\r\nTransfer-Encoding: chunked\r\n\r\n").encode()
+    with socket.create_connection(("127.0.0.1", gunicorn), timeout=BODY_TIMEOUT_SECONDS + 30) as connection:
+        connection.sendall(head + b"%x\r\n%s\r\n" % (len(body), body))  # no last chunk: the body never ends
+        assert_unreadable_body(*read_answer(connection))
+    assert stage_of(app, applicant) == "submitted"
