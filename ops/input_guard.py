@@ -133,6 +133,7 @@ class _DeclaredLength(LimitedStream):
 
 
 def _is_chunked(environ) -> bool:
+    """Whether the body comes in chunks (its end is the last chunk, not a length)."""
     return "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
 
 

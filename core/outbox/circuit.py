@@ -118,6 +118,7 @@ class Circuit:
         return now + timedelta(seconds=PROBE_WAIT_SECONDS)
 
     def _count(self, counted: bool) -> None:
+        """Count the circuit in OUTBOX_CIRCUITS_OPEN or not (then no timer is left to uncount it)."""
         if counted != self.counted:
             OUTBOX_CIRCUITS_OPEN.labels(self.kind).inc(1 if counted else -1)
             self.counted = counted
@@ -135,6 +136,7 @@ class Circuit:
         self._unwatched.start()
 
     def _uncount_if_still(self, state: int) -> None:
+        """The timer's end: uncounted unless the circuit changed since (a probe came, or it closed)."""
         with self._changed:
             if self.state == state:
                 self._count(False)
