@@ -76,7 +76,8 @@ def create_app(overrides: dict | None = None) -> Flask:
         # Behind the edge (deploy/nginx.conf): the client address is the one the trusted proxies saw.
         proxies = settings.PROXY_COUNT
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies)
-    app.wsgi_app = GuardedBodyMiddleware(app.wsgi_app)  # a body the server cannot read is a 400
+    # a body the server cannot read is a 400
+    app.wsgi_app = GuardedBodyMiddleware(app.wsgi_app, read_timeout=settings.REQUEST_BODY_TIMEOUT_SECONDS)
     configure_logging(app, log_format=settings.LOG_FORMAT, level=settings.LOG_LEVEL)
     check_startup_settings(settings)
     app.config["SECRET_KEY"] = resolve_secret_key(settings.SECRET_KEY, Path(settings.SECRET_KEY_FILE), app.logger)

@@ -183,6 +183,9 @@ class Settings(BaseModel):
     KARIBU_BIND: str = "127.0.0.1:8000"
     WEB_CONCURRENCY: int = Field(default_factory=lambda: (os.cpu_count() or 1) + 1, ge=1)
     KARIBU_THREADS: int = Field(default=2, ge=1)
+    # Under gunicorn, a request body whose client sends nothing for this long is a 400 (ops/input_guard.py): a
+    # client that stalls mid-body does not hold a thread for ever.
+    REQUEST_BODY_TIMEOUT_SECONDS: float = Field(default=30.0, gt=0)
     # prometheus-client's directory for the metrics of gunicorn's worker processes ("" = one process, its own
     # metrics). ops/gunicorn_config.py sets it (a new directory per master when empty) and exports it to the
     # workers' environment, where prometheus-client reads it on import.

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import time
 from collections import namedtuple
 
 import psycopg
 import redis
 from flask import current_app
 from flask_sqlalchemy import SQLAlchemy
-from sqlalchemy import Engine, Select, event
+from sqlalchemy import Engine, Pool, Select, event
 from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
 
 from core.config import settings
@@ -122,6 +123,37 @@ def read_once(statement, parameters: dict):
     return session.connection(execution_options=options).execute(statement, parameters).all()
 
 
+# When a connection was last found broken outside SQLAlchemy (KeptSelect), as time.time().
+_broken_connection_seen = 0.0
+_CONNECTED_AT, _CHECKED_AT = "karibu_connected_at", "karibu_checked_at"  # in a pooled connection's record info
+
+
+def _note_broken_connection() -> None:
+    global _broken_connection_seen
+    _broken_connection_seen = time.time()
+
+
+@event.listens_for(Pool, "connect")
+def _note_connected_at(dbapi_connection, record) -> None:
+    record.info[_CONNECTED_AT] = time.time()
+
+
+@event.listens_for(Pool, "checkout")
+def _check_connections_older_than_a_break(dbapi_connection, record, proxy) -> None:
+    """A PostgreSQL connection made before another was found broken (the database may have restarted) is pinged
+    once when next taken from the pool: a dead one is replaced (DisconnectionError), a live one kept."""
+    seen = _broken_connection_seen
+    if not isinstance(dbapi_connection, psycopg.Connection) or record.info.get(_CONNECTED_AT, 0.0) >= seen \
+            or record.info.get(_CHECKED_AT, 0.0) >= seen:
+        return
+    record.info[_CHECKED_AT] = time.time()
+    try:
+        dbapi_connection.execute("SELECT 1")
+        dbapi_connection.rollback()
+    except psycopg.Error as error:
+        raise DisconnectionError("a pooled connection did not answer after another was found broken") from error
+
+
 class KeptSelect:
     """A SELECT kept and run again with each request's parameter values (one per shape), rows as named tuples.
 
@@ -168,9 +200,8 @@ class KeptSelect:
                     return cursor.execute(sql, values).fetchall()
             except psycopg.Error:
                 if connection.broken:
-                    # As SQLAlchemy does on a disconnect: the pool's other connections date from before it too.
-                    pooled.invalidate()
-                    db.engine.dispose(close=False)
+                    pooled.invalidate()  # only this one: the pool's others are checked once when next taken
+                    _note_broken_connection()
                 raise
 
 

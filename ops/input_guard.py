@@ -1,19 +1,18 @@
-"""The input guard at the edge: `undecodable_input(request)` finds text that is not UTF-8 (or holds NUL, lone
-surrogates, U+FFFD), `GuardedBodyMiddleware` turns a failed body read into `UnreadableBody` (a 400).
+"""The input guard at the edge: `undecodable_input(request)` finds text that is not UTF-8 (or holds NUL or
+U+FFFD), `GuardedBodyMiddleware` turns a failed or short body read into `UnreadableBody` (a 400).
 """
 from __future__ import annotations
 
-import re
 from urllib.parse import unquote_to_bytes
 
 from flask_babel import gettext as _
+from werkzeug.wsgi import LimitedStream
 
 from core.errors import InvalidInput, problem
 
-# A character that is not text: NUL, or a lone surrogate (only a decoded str can hold one).
-_NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
-# What a decoder puts for bytes that were not UTF-8 (werkzeug's test client and multipart parser do): refused
-# wherever it is found, like the bytes it stands for.
+# What a decoder puts for bytes that were not UTF-8 (werkzeug decodes cookies, form fields and file names so,
+# encoded surrogates included, and no lone surrogate is left to look for): refused wherever it is found, like the
+# bytes it stands for.
 _REPLACEMENT = "\ufffd"
 _REPLACEMENT_BYTES = _REPLACEMENT.encode("utf-8")
 
@@ -46,7 +45,8 @@ def _percent_encoded_is_text(value: bytes) -> bool:
 
 
 def _decoded_is_text(value: str) -> bool:
-    return _NOT_TEXT.search(value) is None and _REPLACEMENT not in value
+    """A value werkzeug decoded (a cookie, a form field, a file name)."""
+    return "\x00" not in value and _REPLACEMENT not in value
 
 
 def _fault(location: str, name: str) -> dict:
@@ -87,7 +87,8 @@ def undecodable_input(request) -> dict | None:
 
 
 class UnreadableBody(InvalidInput):
-    """The server could not read the request body (malformed chunked encoding, or cut short)."""
+    """The server could not read the request body (malformed chunked encoding, shorter than its Content-Length, or
+    the client stalled)."""
 
     def __init__(self):
         message = _("The request body could not be read: its chunked encoding is malformed or it ended early.")
@@ -124,14 +125,49 @@ class _GuardedInput:
         return iter(self.readline, b"")
 
 
-class GuardedBodyMiddleware:
-    """WSGI middleware: the request body is read through `_GuardedInput`."""
+class _DeclaredLength(LimitedStream):
+    """The body up to its Content-Length: one that ends earlier (or whose read fails) is `UnreadableBody`."""
 
-    def __init__(self, wsgi_app):
+    def on_disconnect(self, error: Exception | None = None) -> None:
+        raise UnreadableBody() from error
+
+
+def _is_chunked(environ) -> bool:
+    """Whether the body comes in chunks (its end is the last chunk, not a length)."""
+    return "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
+
+
+def _declared_length(environ) -> int | None:
+    """The body's Content-Length, when it has one the server reads it by (not chunked)."""
+    if _is_chunked(environ):
+        return None
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or "")
+    except ValueError:
+        return None
+    return length if length >= 0 else None
+
+
+class GuardedBodyMiddleware:
+    """WSGI middleware: the request body is read through `_GuardedInput`, and ends where its Content-Length says
+    (`_DeclaredLength`: shorter is unreadable); under gunicorn a client silent for `read_timeout` seconds while the
+    body is read makes it unreadable too."""
+
+    def __init__(self, wsgi_app, read_timeout: float):
         self.wsgi_app = wsgi_app
+        self.read_timeout = read_timeout
 
     def __call__(self, environ, start_response):
         stream = environ.get("wsgi.input")
-        if stream is not None:
-            environ["wsgi.input"] = _GuardedInput(stream)
-        return self.wsgi_app(environ, start_response)
+        if stream is None:
+            return self.wsgi_app(environ, start_response)
+        length = _declared_length(environ)
+        environ["wsgi.input"] = _GuardedInput(stream if length is None else _DeclaredLength(stream, length))
+        client = environ.get("gunicorn.socket")
+        if client is None or not (length or _is_chunked(environ)):  # no body to wait for
+            return self.wsgi_app(environ, start_response)
+        client.settimeout(self.read_timeout)
+        try:
+            return self.wsgi_app(environ, start_response)
+        finally:
+            client.settimeout(None)  # the response is written as gunicorn writes it

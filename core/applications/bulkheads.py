@@ -160,16 +160,19 @@ def acquire(kind: str) -> Permit:
     holder = SHARED_PLACES.get() or SharedPlaces()  # an app made without create_app: no nesting is seen
     nested = holder.held
     taken = []
-    for compartment_kind in (kind,) if nested else (kind, SHARED, NODE):
-        compartment = _compartment(compartment_kind)
-        if compartment is None:
-            continue
-        give_back = compartment.take(max(0.0, waiting_until - time.monotonic()))
-        if give_back is None:
-            Permit(*taken).release()
-            BULKHEAD_REFUSALS.labels(kind).inc()
-            raise Overloaded(BUSY_MESSAGES[compartment_kind], retry_after=config.BULKHEAD_RETRY_AFTER_SECONDS)
-        taken.append(give_back)
+    try:
+        for compartment_kind in (kind,) if nested else (kind, SHARED, NODE):
+            compartment = _compartment(compartment_kind)
+            if compartment is None:
+                continue
+            give_back = compartment.take(max(0.0, waiting_until - time.monotonic()))
+            if give_back is None:
+                BULKHEAD_REFUSALS.labels(kind).inc()
+                raise Overloaded(BUSY_MESSAGES[compartment_kind], retry_after=config.BULKHEAD_RETRY_AFTER_SECONDS)
+            taken.append(give_back)
+    except BaseException:  # refused, or a compartment failed (an OSError on the node's lock files): none kept
+        Permit(*taken).release()
+        raise
     if not nested:
         holder.held = True
         taken.append(lambda: setattr(holder, "held", False))

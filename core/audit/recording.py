@@ -13,7 +13,7 @@ import psycopg
 from sqlalchemy import insert
 from sqlalchemy.exc import SQLAlchemyError
 
-from core.db import db
+from core.db import db, is_database_outage
 from core.models import AuditLog, utcnow
 
 logger = logging.getLogger("karibu.audit")
@@ -108,8 +108,14 @@ def record_request(entry: AuditEntry, *, status: int, request_id: str, method: s
         else:
             with db.engine.begin() as connection:
                 connection.execute(_INSERT_ROW, fields)
-    except (SQLAlchemyError, psycopg.Error):
-        logger.exception("Could not write the audit row of request %s", request_id or "-")
+    except (SQLAlchemyError, psycopg.Error) as error:
+        if not is_database_outage(error):
+            logger.exception("Could not write the audit row of request %s", request_id or "-")
+            return
+        original = getattr(error, "orig", None) or error
+        logger.warning("Could not write the audit row of request %s: database unavailable (%s.%s: %s)",
+                       request_id or "-", type(original).__module__, type(original).__qualname__,
+                       " ".join(str(original).split()))
 
 
 def _write_on_postgresql(fields: dict) -> None:

@@ -564,21 +564,22 @@ class Drain:
         if key is None:
             return (row, *self._attempt(row))
         circuit = circuits.of(key)
-        admitted, until = circuit.admit(self.outbox.now)
+        admitted, until, began_in = circuit.admit(self.outbox.now)
         if admitted == DEFER:
             return row, self.outbox.now(), Deferred(until, circuit.error)
         try:
             attempted_at, outcome = self._attempt(row)
             error = None if outcome is None else self.circuits.transport_failure(outcome)
             if error is not None:
-                until, found_down = circuit.down(self.outbox.now(), error, probe_interval(*self.probe_seconds))
+                until, found_down = circuit.down(self.outbox.now(), error, probe_interval(*self.probe_seconds),
+                                                 began_in)
                 return row, attempted_at, Deferred(until, error, found_down)
             if outcome is not None:
-                circuit.answered()
+                circuit.answered(began_in)
             return row, attempted_at, outcome
         finally:
             if admitted == PROBE:
-                circuit.probe_ended()
+                circuit.probe_ended(began_in)
 
     def _attempt(self, row: Claimed) -> tuple[datetime, Any]:
         """The kind's send, unless the lease could lapse before it ends (`lease_needed`): then not started."""

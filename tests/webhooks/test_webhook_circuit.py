@@ -4,13 +4,17 @@ Each finding (the opening, each failed probe) is one failure of the endpoint, so
 disabled at the threshold."""
 from __future__ import annotations
 
+import socket
+import struct
+import threading
+
+import pytest
 from sqlalchemy import func, select
 
 from core.db import db
 from core.models.webhooks import WebhookAttempt, WebhookEndpoint
 from core.webhooks.schedule import DISABLE_AFTER_CONSECUTIVE_FAILURES
 from core.webhooks.sweep import sweep_due_deliveries
-from tests.ops.processes import free_port
 from tests.webhooks.conftest import RECEIVER_HOST, run_worker
 from tests.webhooks.test_webhook_engine import configure, deliveries, emit
 
@@ -28,10 +32,42 @@ def endpoint_of(app, institution) -> WebhookEndpoint:
         return endpoint
 
 
-def refusing(engine, factory, receiver, count: int):
-    """An institution whose endpoint's port has nothing listening, and `count` events for it, attempted once."""
+class ResettingPort:
+    """A port where the receiver is down: each connection is taken and reset at once, and counted."""
+
+    def __init__(self):
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self.connections = 0
+        threading.Thread(target=self._reset_each, daemon=True).start()
+
+    def _reset_each(self) -> None:
+        while True:
+            try:
+                connection, _ = self._listener.accept()
+            except OSError:  # closed
+                return
+            self.connections += 1
+            connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            connection.close()
+
+    def close(self) -> None:
+        self._listener.shutdown(socket.SHUT_RDWR)
+        self._listener.close()
+
+
+@pytest.fixture
+def down_port():
+    port = ResettingPort()
+    yield port
+    port.close()
+
+
+def refusing(engine, factory, receiver, down_port, count: int):
+    """An institution whose endpoint's receiver resets every connection, and `count` events for it, attempted
+    once."""
     institution = factory.institution()
-    configure(engine, institution, receiver, url=f"https://{RECEIVER_HOST}:{free_port()}/hooks")
+    configure(engine, institution, receiver, url=f"https://{RECEIVER_HOST}:{down_port.port}/hooks")
     events = [emit(engine, "webhook.test", institution) for _ in range(count)]
     run_worker(engine)
     return institution, events
@@ -46,15 +82,18 @@ def probe(engine, clock, institution, due: int) -> None:
 
 
 def test_a_receiver_refusing_connections_uses_no_retries_and_gets_the_backlog_at_once_when_back(
-        engine, factory, receiver, clock):
-    institution, events = refusing(engine, factory, receiver, 3)
+        engine, factory, receiver, clock, down_port):
+    institution, events = refusing(engine, factory, receiver, down_port, 3)
+    assert 1 <= down_port.connections <= 3  # the attempts under way when the first failure opened the circuit
     waiting = deliveries(engine, institution)
     assert {(d.status, d.attempts, d.last_error_class) for d in waiting} == {("retry_scheduled", 0, "connection")}
     assert all(15 <= (d.next_attempt_at - d.updated_at).total_seconds() <= 30 for d in waiting)
     assert attempts_recorded(engine) == 0
 
     for _ in range(4):  # about two minutes down: one probe each time, the others wait for its answer
+        before = down_port.connections
         probe(engine, clock, institution, due=3)
+        assert down_port.connections == before + 1
     assert {(d.status, d.attempts) for d in deliveries(engine, institution)} == {("retry_scheduled", 0)}
     endpoint = endpoint_of(engine, institution)
     assert (endpoint.enabled, endpoint.consecutive_failures) == (True, 1 + 4)  # found down, then 4 probes
@@ -68,8 +107,8 @@ def test_a_receiver_refusing_connections_uses_no_retries_and_gets_the_backlog_at
 
 
 def test_a_receiver_down_for_good_is_disabled_after_the_threshold_of_failed_probes(engine, factory, receiver,
-                                                                                   clock):
-    institution, _ = refusing(engine, factory, receiver, 3)
+                                                                                   clock, down_port):
+    institution, _ = refusing(engine, factory, receiver, down_port, 3)
     for _ in range(DISABLE_AFTER_CONSECUTIVE_FAILURES - 2):
         probe(engine, clock, institution, due=3)
     assert endpoint_of(engine, institution).enabled
