@@ -1,10 +1,11 @@
 """`/healthz` (the process answers) and `/readyz` (database, Redis, schema, each within `READINESS_TIMEOUT`; 503
-naming what failed), for load balancers.
+naming what failed; during a SECRET_KEY rotation, the rows still to re-encrypt), for load balancers.
 """
 from __future__ import annotations
 
 import ast
 import math
+import time
 from pathlib import Path
 
 import redis
@@ -14,6 +15,7 @@ from sqlalchemy.pool import NullPool
 
 from core.config import settings
 from core.db import db
+from core.encryption.columns import pending_reencryption
 from core.redis_faults import redis_fault_counts
 
 health_bp = Blueprint("health", __name__)
@@ -38,10 +40,37 @@ def readyz():
         checks["migrations"] = _check_migrations()
     ready = all(value == "ok" for value in checks.values())
     failing = [name for name, value in checks.items() if value != "ok"]
+    rotation = _key_rotation() if checks["database"] == "ok" and settings().SECRET_KEY_FALLBACKS else None
     response = jsonify({"status": "ready" if ready else "unavailable", "checks": checks,
-                        **({} if ready else {"failing": failing})})
+                        **({} if ready else {"failing": failing}),
+                        **({} if rotation is None else {"secret_key_rotation": rotation})})
     response.status_code = 200 if ready else 503
     return _no_store(response)
+
+
+# Seconds a count of the rows still to re-encrypt is reused: it decrypts every stored ciphertext.
+ROTATION_COUNT_SECONDS = 15
+
+
+def _key_rotation() -> dict:
+    """While SECRET_KEY_FALLBACKS is set (informational, never a failure): the rows `secrets reencrypt` has still
+    to rewrite, and those no key reads, in all and by column."""
+    cached = current_app.extensions.get("karibu_key_rotation")
+    if cached is not None and time.monotonic() - cached[0] < ROTATION_COUNT_SECONDS:
+        return cached[1]
+    try:
+        with _probe_engine().connect() as connection:
+            pending = pending_reencryption(connection)
+    except Exception:  # noqa: BLE001 - a count that cannot be made is said, not raised
+        current_app.logger.warning("Readiness: the rows to re-encrypt could not be counted", exc_info=True)
+        return {"fallback_keys": len(settings().SECRET_KEY_FALLBACKS), "rows_to_reencrypt": None}
+    answer = {"fallback_keys": len(settings().SECRET_KEY_FALLBACKS),
+              "rows_to_reencrypt": sum(count.to_reencrypt for count in pending.values()),
+              "rows_unreadable": sum(count.unreadable for count in pending.values()),
+              "columns": {name: {"to_reencrypt": count.to_reencrypt, "unreadable": count.unreadable}
+                          for name, count in pending.items()}}
+    current_app.extensions["karibu_key_rotation"] = (time.monotonic(), answer)
+    return answer
 
 
 def _deadline() -> float:
