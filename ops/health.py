@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import math
+import threading
 import time
 from pathlib import Path
 
@@ -52,25 +53,45 @@ def readyz():
 ROTATION_COUNT_SECONDS = 15
 
 
-def _key_rotation() -> dict:
+class RotationCount:
     """While SECRET_KEY_FALLBACKS is set (informational, never a failure): the rows `secrets reencrypt` has still
-    to rewrite, and those no key reads, in all and by column."""
-    cached = current_app.extensions.get("karibu_key_rotation")
-    if cached is not None and time.monotonic() - cached[0] < ROTATION_COUNT_SECONDS:
-        return cached[1]
-    try:
-        with _probe_engine().connect() as connection:
-            pending = pending_reencryption(connection)
-    except Exception:  # noqa: BLE001 - a count that cannot be made is said, not raised
-        current_app.logger.warning("Readiness: the rows to re-encrypt could not be counted", exc_info=True)
-        return {"fallback_keys": len(settings().SECRET_KEY_FALLBACKS), "rows_to_reencrypt": None}
-    answer = {"fallback_keys": len(settings().SECRET_KEY_FALLBACKS),
-              "rows_to_reencrypt": sum(count.to_reencrypt for count in pending.values()),
-              "rows_unreadable": sum(count.unreadable for count in pending.values()),
-              "columns": {name: {"to_reencrypt": count.to_reencrypt, "unreadable": count.unreadable}
-                          for name, count in pending.items()}}
-    current_app.extensions["karibu_key_rotation"] = (time.monotonic(), answer)
-    return answer
+    to rewrite and those no key reads, as last counted; a stale count is refreshed in a thread of its own, so
+    /readyz never waits for it (`rows_to_reencrypt` is null until the first count is in)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._answer: dict | None = None
+        self._counted_at = float("-inf")
+        self._counting = False
+
+    def read(self, app) -> dict:
+        with self._lock:
+            if time.monotonic() - self._counted_at >= ROTATION_COUNT_SECONDS and not self._counting:
+                self._counting = True
+                threading.Thread(target=self._count, args=(app,), name="readyz-rotation-count", daemon=True).start()
+            return self._answer or {"fallback_keys": len(settings().SECRET_KEY_FALLBACKS), "rows_to_reencrypt": None}
+
+    def _count(self, app) -> None:
+        answer = None
+        try:
+            with app.app_context(), _probe_engine().connect() as connection:
+                pending = pending_reencryption(connection)
+                answer = {"fallback_keys": len(settings().SECRET_KEY_FALLBACKS),
+                          "rows_to_reencrypt": sum(count.to_reencrypt for count in pending.values()),
+                          "rows_unreadable": sum(count.unreadable for count in pending.values()),
+                          "columns": {name: {"to_reencrypt": count.to_reencrypt, "unreadable": count.unreadable}
+                                      for name, count in pending.items()}}
+        except Exception:  # noqa: BLE001 - a count that cannot be made is logged, and tried again next time
+            app.logger.warning("Readiness: the rows to re-encrypt could not be counted", exc_info=True)
+        with self._lock:
+            self._answer = answer or self._answer
+            self._counted_at = time.monotonic() if answer else float("-inf")
+            self._counting = False
+
+
+def _key_rotation() -> dict:
+    app = current_app._get_current_object()
+    return app.extensions.setdefault("karibu_key_rotation", RotationCount()).read(app)
 
 
 def _deadline() -> float:

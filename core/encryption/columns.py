@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sqlalchemy import func, select, update
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.orm import InstrumentedAttribute
 
 from core.accounts.two_factor import TWO_FACTOR_LABEL
@@ -106,6 +106,7 @@ def _reencrypt_column(encrypted: EncryptedColumn, on_batch, batch_size: int) -> 
         rows = db.session.execute(query.order_by(encrypted.key).limit(batch_size)).all()
         if not rows:
             return report
+        rewrites = []
         for row_id, token in rows:
             if _readable(current, token):
                 report.current += 1
@@ -115,19 +116,24 @@ def _reencrypt_column(encrypted: EncryptedColumn, on_batch, batch_size: int) -> 
             except (InvalidToken, UnicodeEncodeError):
                 report.unreadable.append(row_id)
                 continue
-            # Only if the row still holds what was read: a write meanwhile (a new secret) is never overwritten.
-            written = db.session.execute(update(encrypted.column.class_)
-                                         .where(encrypted.key == row_id, encrypted.column == token)
-                                         .values({encrypted.column.key: rotated})
-                                         .execution_options(synchronize_session=False)).rowcount
-            if written:
-                report.reencrypted += 1
-            else:
-                report.changed_meanwhile += 1
+            rewrites.append({"row_id": row_id, "read": token, "rotated": rotated})
+        if rewrites:
+            written = db.session.execute(_compare_and_set(encrypted), rewrites).rowcount
+            report.reencrypted += written
+            report.changed_meanwhile += len(rewrites) - written
         db.session.commit()
         after = rows[-1][0]
         if on_batch is not None:
             on_batch(encrypted.name, len(rows))
+
+
+def _compare_and_set(encrypted: EncryptedColumn):
+    """One statement for a batch (executemany): the new ciphertext only where the row still holds what was read,
+    so a write meanwhile (a new secret) is never overwritten."""
+    table = encrypted.column.class_.__table__
+    column, key = table.c[encrypted.column.name], table.c[encrypted.key.name]
+    return (update(table).where(key == bindparam("row_id"), column == bindparam("read"))
+            .values({column.name: bindparam("rotated")}))
 
 
 def _readable(box, token: str) -> bool:
