@@ -23,23 +23,23 @@ def reencrypt_command(batch_size: int, as_json: bool) -> None:
     with click.progressbar(length=stored_ciphertexts(), label="Re-encrypting", file=sys.stderr,
                            show_pos=True) as bar:
         reports = reencrypt_all(on_batch=lambda _column, rows: bar.update(rows), batch_size=batch_size)
-    totals = {name: sum(getattr(report, name) if name != "unreadable" else len(report.unreadable)
-                        for report in reports)
-              for name in ("reencrypted", "current", "changed_meanwhile", "unreadable")}
+    unreadable = sum(len(report.unreadable) for report in reports)
     if as_json:
-        click.echo(json.dumps({"fallback_keys": len(settings().SECRET_KEY_FALLBACKS),
-                               "reencrypted": totals["reencrypted"], "already_current": totals["current"],
-                               "changed_meanwhile": totals["changed_meanwhile"], "unreadable": totals["unreadable"],
-                               "columns": [report.as_dict() for report in reports]}))
+        click.echo(json.dumps({
+            "fallback_keys": len(settings().SECRET_KEY_FALLBACKS),
+            "reencrypted": sum(report.reencrypted for report in reports),
+            "already_current": sum(report.current for report in reports),
+            "changed_meanwhile": sum(report.changed_meanwhile for report in reports),
+            "unreadable": unreadable, "columns": [report.as_dict() for report in reports]}))
         return
     for report in reports:
-        line = (f"{report.column}: {report.reencrypted} re-encrypted, {report.current} already under SECRET_KEY")
+        line = f"{report.column}: {report.reencrypted} re-encrypted, {report.current} already under SECRET_KEY"
         if report.changed_meanwhile:
             line += f", {report.changed_meanwhile} changed meanwhile (run again)"
         if report.unreadable:
             line += f", {len(report.unreadable)} unreadable under every key: {', '.join(report.unreadable)}"
         click.echo(line)
-    if totals["unreadable"]:
+    if unreadable:
         click.echo("Unreadable rows were made under a key that is in neither SECRET_KEY nor SECRET_KEY_FALLBACKS: "
                    "add that key to SECRET_KEY_FALLBACKS and run again, or replace them (rotate the webhook "
                    "secret, reset the user's two-factor, resend the message).", err=True)
