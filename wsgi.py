@@ -28,7 +28,7 @@ from core.config import INSTANCE_DIR, ConfigurationError, Settings, SettingsConf
 from core.db import DeferredMigrate, db, discard_session, is_database_outage
 from core.i18n import compile_catalogues
 from core.redis_faults import REQUEST_FAULTS, RequestFaults, count_rate_limiter_faults
-from core.secret_key import resolve_secret_key, warn_about_readable_dotenv
+from core.secret_key import check_fallback_keys, resolve_secret_key, warn_about_readable_dotenv
 from jobs.cli import worker_command
 from ops.health import health_bp
 from ops.input_guard import GuardedBodyMiddleware, UnreadableBody, undecodable_input
@@ -81,6 +81,9 @@ def create_app(overrides: dict | None = None) -> Flask:
     configure_logging(app, log_format=settings.LOG_FORMAT, level=settings.LOG_LEVEL)
     check_startup_settings(settings)
     app.config["SECRET_KEY"] = resolve_secret_key(settings.SECRET_KEY, Path(settings.SECRET_KEY_FILE), app.logger)
+    check_fallback_keys(settings.SECRET_KEY_FALLBACKS, app.config["SECRET_KEY"], app.logger)
+    # Flask signs sessions under the key ring itself (its SECRET_KEY_FALLBACKS); Flask-WTF is given it, same order.
+    app.config["WTF_CSRF_SECRET_KEY"] = [*reversed(settings.SECRET_KEY_FALLBACKS), app.config["SECRET_KEY"]]
     warn_about_readable_dotenv(Path(".env"), app.logger)  # the file Settings.from_environment read
     if settings.METRICS_ENABLED:
         instrument_requests(app)

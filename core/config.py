@@ -9,7 +9,7 @@ from typing import Any
 
 from dotenv import dotenv_values
 from flask import Config, current_app
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.retry import Retry
@@ -41,6 +41,10 @@ class Settings(BaseModel):
     # Empty: a random key is generated on first start into SECRET_KEY_FILE and reused (core/secret_key.py).
     SECRET_KEY: str = ""
     SECRET_KEY_FILE: str = str(INSTANCE_DIR / "secret_key")
+    # Earlier keys still accepted while SECRET_KEY is rotated (comma-separated in the environment): sessions and
+    # signed links made under one stay valid, ciphertexts under one stay readable; only SECRET_KEY signs and
+    # encrypts (core/secret_key.py; docs/operations.md, "Rotating SECRET_KEY").
+    SECRET_KEY_FALLBACKS: list[str] = []
     DATABASE_URL: str = f"sqlite:///{INSTANCE_DIR / 'karibu.db'}"
     REDIS_URL: str = "redis://localhost:6379/0"
     TRIAL_API_KEY: str = "sk_trial_demo"
@@ -217,6 +221,15 @@ class Settings(BaseModel):
     # by it is a 503 saying "narrow it"; the portal's count then says it is unavailable.
     SEARCH_STATEMENT_TIMEOUT_MS: int = Field(default=3000, ge=0)
     COUNT_STATEMENT_TIMEOUT_MS: int = Field(default=3000, ge=0)
+
+    @field_validator("SECRET_KEY_FALLBACKS", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        """A comma-separated string (the environment's form) as its list of keys, empty items dropped."""
+        items = value.split(",") if isinstance(value, str) else value
+        if isinstance(items, (list, tuple)):
+            return [item.strip() for item in items if not isinstance(item, str) or item.strip()]
+        return value
 
     @classmethod
     def from_environment(cls, overrides: Mapping[str, Any] | None = None) -> Settings:

@@ -1,5 +1,6 @@
 """`SECRET_KEY` at start-up: never a public default, never a weak key; unset, one generated once into the
-instance folder's key file."""
+instance folder's key file. The key ring: `SECRET_KEY` signs and encrypts, `SECRET_KEY_FALLBACKS` are still
+accepted, by every signer and box built here."""
 from __future__ import annotations
 
 import base64
@@ -9,10 +10,11 @@ import os
 import secrets
 import stat
 from collections import Counter
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
-from core.config import ConfigurationError
+from core.config import ConfigurationError, settings
 
 MIN_SECRET_KEY_LENGTH = 32
 # The default of earlier releases: public, so a key equal to it is as good as none.
@@ -43,6 +45,20 @@ def resolve_secret_key(configured: str, key_file: Path, log: logging.Logger) -> 
                 "set the same SECRET_KEY on every one of them (sessions, links and cursors signed by one must "
                 "be accepted by all, and webhook secrets must be decrypted by all).", key_file)
     return key
+
+
+def check_fallback_keys(fallbacks: Sequence[str], secret_key: str, log: logging.Logger) -> None:
+    """Refuse a weak fallback as SECRET_KEY itself would be refused (named by position, never shown); say at
+    start-up that a rotation is under way."""
+    for position, key in enumerate(fallbacks, start=1):
+        _refuse_weak(key, f"SECRET_KEY_FALLBACKS (key {position} of {len(fallbacks)})")
+        if key == secret_key:
+            raise ConfigurationError(f"SECRET_KEY_FALLBACKS (key {position} of {len(fallbacks)}) is SECRET_KEY "
+                                     "itself: put the new key in SECRET_KEY and the old one in SECRET_KEY_FALLBACKS")
+    if fallbacks:
+        log.warning("SECRET_KEY is being rotated: %d fallback key(s) still accepted. Run `flask --app wsgi secrets "
+                    "reencrypt`, then drop SECRET_KEY_FALLBACKS once the longest session and signed link made "
+                    "under them has run out (/readyz counts the rows still to re-encrypt).", len(fallbacks))
 
 
 def _refuse_weak(key: str, name: str) -> None:
@@ -114,10 +130,39 @@ def warn_about_readable_dotenv(dotenv: Path, log: logging.Logger) -> None:
                     "secrets: run chmod 600 %s", dotenv.resolve(), mode, dotenv.resolve())
 
 
+def key_ring() -> tuple[str, ...]:
+    """The running app's keys: SECRET_KEY first (it signs and encrypts), then SECRET_KEY_FALLBACKS (accepted)."""
+    config = settings()
+    return (config.SECRET_KEY, *config.SECRET_KEY_FALLBACKS)
+
+
+def signing_keys() -> list[str]:
+    """The key ring in itsdangerous' order, the signing key last: the `secret_key` of every serializer."""
+    return list(reversed(key_ring()))
+
+
+def derived_fernet(secret_key: str | Sequence[str], label: bytes):
+    """A MultiFernet box (AES-128-CBC + HMAC) under keys derived by HKDF-SHA256 with `label` (one label per use of
+    SECRET_KEY): from a ring of keys (the first encrypts, each decrypts), or from the running app's SECRET_KEY
+    given alone, ringed then with its SECRET_KEY_FALLBACKS."""
+    ring = (secret_key, *settings().SECRET_KEY_FALLBACKS) if isinstance(secret_key, str) else tuple(secret_key)
+    return _ring_box(ring, label)
+
+
+def current_key_fernet(label: bytes):
+    """The box of SECRET_KEY alone: what reads a ciphertext that needs no re-encryption."""
+    return _ring_box(key_ring()[:1], label)
+
+
 @cache
-def derived_fernet(secret_key: str, label: bytes):
-    """A Fernet box (AES-128-CBC + HMAC) under a key derived from `secret_key` by HKDF-SHA256 with `label`, one
-    key per use of SECRET_KEY (webhook secrets, two-factor secrets)."""
+def _ring_box(ring: tuple[str, ...], label: bytes):
+    from cryptography.fernet import MultiFernet
+
+    return MultiFernet([_fernet(key, label) for key in ring])
+
+
+@cache
+def _fernet(secret_key: str, label: bytes):
     from cryptography.fernet import Fernet
     from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.kdf.hkdf import HKDF

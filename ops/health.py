@@ -1,10 +1,12 @@
 """`/healthz` (the process answers) and `/readyz` (database, Redis, schema, each within `READINESS_TIMEOUT`; 503
-naming what failed), for load balancers.
+naming what failed; during a SECRET_KEY rotation, the rows still to re-encrypt), for load balancers.
 """
 from __future__ import annotations
 
 import ast
 import math
+import threading
+import time
 from pathlib import Path
 
 import redis
@@ -14,6 +16,7 @@ from sqlalchemy.pool import NullPool
 
 from core.config import settings
 from core.db import db
+from core.encryption.columns import pending_reencryption
 from core.redis_faults import redis_fault_counts
 
 health_bp = Blueprint("health", __name__)
@@ -38,10 +41,57 @@ def readyz():
         checks["migrations"] = _check_migrations()
     ready = all(value == "ok" for value in checks.values())
     failing = [name for name, value in checks.items() if value != "ok"]
+    rotation = _key_rotation() if checks["database"] == "ok" and settings().SECRET_KEY_FALLBACKS else None
     response = jsonify({"status": "ready" if ready else "unavailable", "checks": checks,
-                        **({} if ready else {"failing": failing})})
+                        **({} if ready else {"failing": failing}),
+                        **({} if rotation is None else {"secret_key_rotation": rotation})})
     response.status_code = 200 if ready else 503
     return _no_store(response)
+
+
+# Seconds a count of the rows still to re-encrypt is reused: it decrypts every stored ciphertext.
+ROTATION_COUNT_SECONDS = 15
+
+
+class RotationCount:
+    """While SECRET_KEY_FALLBACKS is set (informational, never a failure): the rows `secrets reencrypt` has still
+    to rewrite and those no key reads, as last counted; a stale count is refreshed in a thread of its own, so
+    /readyz never waits for it (`rows_to_reencrypt` is null until the first count is in)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._answer: dict | None = None
+        self._counted_at = float("-inf")
+        self._counting = False
+
+    def read(self, app) -> dict:
+        with self._lock:
+            if time.monotonic() - self._counted_at >= ROTATION_COUNT_SECONDS and not self._counting:
+                self._counting = True
+                threading.Thread(target=self._count, args=(app,), name="readyz-rotation-count", daemon=True).start()
+            return self._answer or {"fallback_keys": len(settings().SECRET_KEY_FALLBACKS), "rows_to_reencrypt": None}
+
+    def _count(self, app) -> None:
+        answer = None
+        try:
+            with app.app_context(), _probe_engine().connect() as connection:
+                pending = pending_reencryption(connection)
+                answer = {"fallback_keys": len(settings().SECRET_KEY_FALLBACKS),
+                          "rows_to_reencrypt": sum(count.to_reencrypt for count in pending.values()),
+                          "rows_unreadable": sum(count.unreadable for count in pending.values()),
+                          "columns": {name: {"to_reencrypt": count.to_reencrypt, "unreadable": count.unreadable}
+                                      for name, count in pending.items()}}
+        except Exception:  # noqa: BLE001 - a count that cannot be made is logged, and tried again next time
+            app.logger.warning("Readiness: the rows to re-encrypt could not be counted", exc_info=True)
+        with self._lock:
+            self._answer = answer or self._answer
+            self._counted_at = time.monotonic() if answer else float("-inf")
+            self._counting = False
+
+
+def _key_rotation() -> dict:
+    app = current_app._get_current_object()
+    return app.extensions.setdefault("karibu_key_rotation", RotationCount()).read(app)
 
 
 def _deadline() -> float:

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 import pyotp
 from sqlalchemy import delete, func, or_, select, update
 
-from core.config import settings
 from core.errors import Conflict, NotFound
 from core.db import db
 from core.models import RecoveryCode, TwoFactorCredential, User, utcnow
@@ -23,7 +22,7 @@ from core.models.identity import ROLE_ADMIN
 from core.accounts.passwords import verify_password
 from core.accounts.sessions import end_all_sessions
 from core.scoping import InstitutionScope
-from core.secret_key import decrypted_or_none, derived_fernet
+from core.secret_key import decrypted_or_none, derived_fernet, key_ring
 
 ISSUER = "Karibu"
 RECOVERY_CODE_COUNT = 10
@@ -31,7 +30,7 @@ _RECOVERY_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"  # Crockford base32: no 
 _RECOVERY_LENGTH = 16
 _TOTP_CODE = re.compile(r"^\d{6}$")
 _ALLOWED_DRIFT_STEPS = 1
-_KDF_INFO = b"karibu two-factor secrets v1"
+TWO_FACTOR_LABEL = b"karibu two-factor secrets v1"  # the HKDF label of the secrets' key
 
 CODE = "code"
 RECOVERY = "recovery code"
@@ -52,12 +51,13 @@ class Enrolment:
 
 
 def _encrypt(secret: str) -> str:
-    return derived_fernet(settings().SECRET_KEY, _KDF_INFO).encrypt(secret.encode("ascii")).decode("ascii")
+    return derived_fernet(key_ring(), TWO_FACTOR_LABEL).encrypt(secret.encode("ascii")).decode("ascii")
 
 
 def _decrypt(ciphertext: str) -> str | None:
-    """The secret, or None when it was encrypted under another SECRET_KEY (its codes can no longer match)."""
-    secret = decrypted_or_none(derived_fernet(settings().SECRET_KEY, _KDF_INFO), ciphertext.encode("ascii"))
+    """The secret, or None when it was encrypted under a key no longer in the key ring (its codes can no longer
+    match)."""
+    secret = decrypted_or_none(derived_fernet(key_ring(), TWO_FACTOR_LABEL), ciphertext.encode("ascii"))
     return None if secret is None else secret.decode("ascii")
 
 

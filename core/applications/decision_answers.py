@@ -8,12 +8,12 @@ from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 from sqlalchemy import select
 
 from core.events import emission
-from core.config import settings
 from core.errors import Conflict, InvalidInput, KaribuError, NotFound
 from core.db import db
 from core.applications.history import Actor, record_change
 from core.models import Decision, utcnow
 from core.scoping import InstitutionScope
+from core.secret_key import signing_keys
 
 RESPONSES = ("accepted", "declined")
 # Decisions an applicant can take or leave; a rejection has nothing to answer.
@@ -23,7 +23,7 @@ _TOKEN_SALT = "karibu.decision-response.v1"
 
 
 def _serializer() -> URLSafeTimedSerializer:
-    return URLSafeTimedSerializer(settings().SECRET_KEY, salt=_TOKEN_SALT)
+    return URLSafeTimedSerializer(signing_keys(), salt=_TOKEN_SALT)
 
 
 def decision_response_token(decision: Decision) -> str:

@@ -13,7 +13,7 @@ from sqlalchemy import literal_column, tuple_
 
 from core.errors import NotFound, problem
 from core.db import db
-from core.applications.listing.cursor import decode_cursor, encode_cursor, query_fingerprint
+from core.applications.listing.cursor import QueryFingerprint, decode_cursor, encode_cursor, query_fingerprint
 from core.applications.listing.pages import Page
 from core.applications.listing.query import bad_parameter, parse_limit, text_parameter
 from core.applications.listing.statements import page_limit
@@ -47,7 +47,7 @@ class EventQuery:
     limit: int
     types: tuple[str, ...]
     since: datetime | None
-    fingerprint: str
+    fingerprint: QueryFingerprint
     after: FeedPosition | None = None
 
 
@@ -86,7 +86,7 @@ def parse_event_query(args, *, default_limit: int = 50, max_limit: int = 1000) -
                       after=_open_cursor(args, fingerprint))
 
 
-def _open_cursor(args: Mapping[str, str], fingerprint: str) -> FeedPosition | None:
+def _open_cursor(args: Mapping[str, str], fingerprint: QueryFingerprint) -> FeedPosition | None:
     token = text_parameter(args, "cursor")
     if not token:
         return None

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from markupsafe import escape
 
-from core.config import settings
-from core.secret_key import decrypted_or_none, derived_fernet
+from core.secret_key import decrypted_or_none, derived_fernet, key_ring
 
 LINK_SLOT = "{personal-link}"
 SHOWN_INSTEAD = "(personal link, hidden)"
-_LABEL = b"karibu.message-private-link.v1"
+# The HKDF label of the links' key: theirs alone, so no other ciphertext of SECRET_KEY's opens as a link.
+PRIVATE_LINK_LABEL = b"karibu.message-private-link.v1"
 
 
 class LinkUnreadable(Exception):
-    """The stored link was encrypted under another SECRET_KEY (or altered)."""
+    """The stored link was encrypted under a key no longer in the key ring (or altered)."""
 
 
 def _box():
-    return derived_fernet(settings().SECRET_KEY, _LABEL)
+    return derived_fernet(key_ring(), PRIVATE_LINK_LABEL)
 
 
 def seal(link: str | None) -> str | None:
@@ -29,7 +29,7 @@ def unseal(sealed: str | None) -> str | None:
         return None
     link = decrypted_or_none(_box(), sealed.encode("ascii"))
     if link is None:
-        raise LinkUnreadable("The personal link of this message cannot be decrypted (was SECRET_KEY changed?)")
+        raise LinkUnreadable("The personal link of this message cannot be decrypted (was SECRET_KEY changed without keeping the old key in SECRET_KEY_FALLBACKS?)")
     return link.decode("utf-8")
 
 

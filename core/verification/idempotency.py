@@ -45,8 +45,10 @@ def request_fingerprint(hash_key: bytes, body: dict) -> str:
     return hmac.new(hash_key, canonical.encode(), hashlib.sha256).hexdigest()
 
 
-def claim(scope: str, key: str, fingerprint: str, lock_for: timedelta) -> Claim | StoredAnswer:
-    """Claim the key for this request, or return the stored answer to replay.
+def claim(scope: str, key: str, fingerprint: str, lock_for: timedelta,
+          earlier_fingerprints: tuple[str, ...] = ()) -> Claim | StoredAnswer:
+    """Claim the key for this request, or return the stored answer to replay (the stored request matches
+    `fingerprint`, or one of `earlier_fingerprints`, its hashes under the fallback keys).
 
     Raises InvalidInput when the key was used with another body, Conflict while another request holds it.
     """
@@ -67,7 +69,8 @@ def claim(scope: str, key: str, fingerprint: str, lock_for: timedelta) -> Claim 
                 db.session.rollback()
                 continue
             return Claim(row.id)
-        if not hmac.compare_digest(existing.request_hash, fingerprint):
+        if not any(hmac.compare_digest(existing.request_hash, candidate)
+                   for candidate in (fingerprint, *earlier_fingerprints)):
             db.session.commit()
             raise InvalidInput(f"This {HEADER} was already used with a different request body; "
                                "use a new key for a new request", header=HEADER)

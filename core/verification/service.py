@@ -77,8 +77,10 @@ def verify(principal, body: object, idempotency_key: str | None = None,
         scope = TRIAL_SCOPE if principal.is_trial else principal.institution_id
         endpoint = settings.endpoints[registry.code]
         lock_for = timedelta(seconds=endpoint.connect_timeout + endpoint.read_timeout + 5)
-        outcome = idempotency.claim(scope, key, idempotency.request_fingerprint(
-            settings.hash_key, {"issuer": registry.code, **identifiers}), lock_for)
+        request = {"issuer": registry.code, **identifiers}
+        outcome = idempotency.claim(scope, key, idempotency.request_fingerprint(settings.hash_key, request), lock_for,
+                                    earlier_fingerprints=tuple(idempotency.request_fingerprint(fallback, request)
+                                                               for fallback in settings.fallback_hash_keys))
         if isinstance(outcome, idempotency.StoredAnswer):
             return _replay(outcome)
         claimed = outcome

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from core.config import settings
 from core.outbox.schedule import Clock, SystemClock
+from core.secret_key import key_ring
 from core.webhooks.signing import SecretBox
 from core.webhooks.urls import Resolver
 
@@ -44,10 +45,10 @@ class Runtime:
         return self._senders
 
     def secret_box(self) -> SecretBox:
-        secret_key = settings().SECRET_KEY
-        box = self._boxes.get(secret_key)
+        ring = key_ring()
+        box = self._boxes.get(ring)
         if box is None:
-            box = self._boxes[secret_key] = SecretBox(secret_key)
+            box = self._boxes[ring] = SecretBox(ring)
         return box
 
 

@@ -8,6 +8,7 @@ import binascii
 import hashlib
 import hmac
 import secrets
+from collections.abc import Sequence
 
 from core.secret_key import decrypted_or_none, derived_fernet
 
@@ -15,7 +16,7 @@ SECRET_PREFIX = "whsec_"
 SIGNATURE_VERSION = "v1"
 SECRET_BYTES = 32
 USER_AGENT = "Karibu-Webhooks/1"
-_KDF_INFO = b"karibu webhook signing secrets v1"
+WEBHOOK_SECRET_LABEL = b"karibu webhook signing secrets v1"  # the HKDF label of the secrets' key
 
 
 def generate_secret() -> str:
@@ -65,12 +66,14 @@ def delivery_headers(*, secret: str, timestamp: int, body: bytes, event_id: str,
 
 
 class SecretBox:
-    """Encrypts signing secrets at rest (Fernet: AES-128-CBC + HMAC) with a key derived from SECRET_KEY."""
+    """Encrypts signing secrets at rest (Fernet: AES-128-CBC + HMAC) with a key derived from the key ring's
+    first key (`keys`: one key, or SECRET_KEY then its fallbacks), and decrypts under any key of the ring."""
 
-    def __init__(self, secret_key: str):
-        if not secret_key:
+    def __init__(self, keys: str | Sequence[str]):
+        ring = (keys,) if isinstance(keys, str) else tuple(keys)
+        if not all(ring):
             raise ValueError("SECRET_KEY is required to store webhook signing secrets")
-        self._fernet = derived_fernet(secret_key, _KDF_INFO)
+        self._fernet = derived_fernet(ring, WEBHOOK_SECRET_LABEL)
 
     def encrypt(self, secret: str) -> str:
         return self._fernet.encrypt(secret.encode("utf-8")).decode("ascii")
@@ -78,5 +81,5 @@ class SecretBox:
     def decrypt(self, token: str) -> str:
         secret = decrypted_or_none(self._fernet, token.encode("ascii"))
         if secret is None:
-            raise ValueError("the stored signing secret cannot be decrypted with this SECRET_KEY")
+            raise ValueError("the stored signing secret cannot be decrypted with SECRET_KEY nor any of SECRET_KEY_FALLBACKS")
         return secret.decode("utf-8")

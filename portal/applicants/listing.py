@@ -16,7 +16,7 @@ from redis import RedisError
 
 from core.applications.listing.counts import count_applications
 from core.applications.listing.query import parse_application_query
-from core.config import settings
+from core.secret_key import signing_keys
 from core.applications.matching_updates import get_bulk_change, start_bulk_change
 from core.db import redis_connection
 from core.errors import InvalidInput, ServiceUnavailable
@@ -300,7 +300,7 @@ CONFIRMATION_MAX_AGE = 30 * 60
 
 
 def _confirmations() -> URLSafeTimedSerializer:
-    return URLSafeTimedSerializer(settings().SECRET_KEY, salt="karibu.bulk-confirmation")
+    return URLSafeTimedSerializer(signing_keys(), salt="karibu.bulk-confirmation")
 
 
 def _confirmed_subject(target: str, change: dict, count: int) -> str:

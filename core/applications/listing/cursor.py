@@ -10,9 +10,9 @@ from datetime import datetime
 
 from itsdangerous import BadData, URLSafeSerializer
 
-from core.config import settings
 from core.errors import InvalidInput
 from core.scoping import InstitutionScope
+from core.secret_key import key_ring, signing_keys
 
 
 @dataclass(frozen=True)
@@ -23,22 +23,32 @@ class Position:
     values: tuple
 
 
+@dataclass(frozen=True)
+class QueryFingerprint:
+    """A query's keyed hash under each key of the ring: a new cursor carries SECRET_KEY's, one made under a
+    fallback key still matches."""
+    under_each_key: tuple[str, ...]
+
+    def matches(self, carried: str) -> bool:
+        return any(hmac.compare_digest(carried, candidate) for candidate in self.under_each_key)
+
+
 def _serializer() -> URLSafeSerializer:
-    return URLSafeSerializer(settings().SECRET_KEY, salt="karibu.cursor.v1")
+    return URLSafeSerializer(signing_keys(), salt="karibu.cursor.v1")
 
 
-def query_fingerprint(kind: str, limit: int, canonical_filters: Mapping[str, str]) -> str:
+def query_fingerprint(kind: str, limit: int, canonical_filters: Mapping[str, str]) -> QueryFingerprint:
     canonical = json.dumps({"kind": kind, "limit": limit, "filters": dict(sorted(canonical_filters.items()))},
-                           separators=(",", ":"))
-    secret = settings().SECRET_KEY.encode()
-    return hmac.new(secret, canonical.encode(), hashlib.sha256).hexdigest()[:24]
+                           separators=(",", ":")).encode()
+    return QueryFingerprint(tuple(hmac.new(key.encode(), canonical, hashlib.sha256).hexdigest()[:24]
+                                  for key in key_ring()))
 
 
-def encode_cursor(fingerprint: str, position: list) -> str:
-    return _serializer().dumps([fingerprint, *position])
+def encode_cursor(fingerprint: QueryFingerprint, position: list) -> str:
+    return _serializer().dumps([fingerprint.under_each_key[0], *position])
 
 
-def decode_cursor(token: str, fingerprint: str) -> list:
+def decode_cursor(token: str, fingerprint: QueryFingerprint) -> list:
     """The position stored in `token`; raises InvalidInput (parameter `cursor`) on any mismatch."""
     try:
         payload = _serializer().loads(token)
@@ -46,12 +56,12 @@ def decode_cursor(token: str, fingerprint: str) -> list:
         raise InvalidInput("invalid cursor", parameter="cursor") from None
     if not isinstance(payload, list) or len(payload) < 2 or not isinstance(payload[0], str):
         raise InvalidInput("invalid cursor", parameter="cursor")
-    if not hmac.compare_digest(payload[0], fingerprint):
+    if not fingerprint.matches(payload[0]):
         raise InvalidInput("cursor does not match this query", parameter="cursor")
     return payload[1:]
 
 
-def open_cursor(args: Mapping[str, str], fingerprint: str,
+def open_cursor(args: Mapping[str, str], fingerprint: QueryFingerprint,
                  kinds: tuple[str, ...] = ("datetime", "text")) -> Position | None:
     token = args.get("cursor")
     if not token:
@@ -67,7 +77,7 @@ def open_cursor(args: Mapping[str, str], fingerprint: str,
         raise InvalidInput("invalid cursor", parameter="cursor") from None
 
 
-def next_cursor(scope: InstitutionScope, fingerprint: str, *values) -> str:
+def next_cursor(scope: InstitutionScope, fingerprint: QueryFingerprint, *values) -> str:
     return encode_cursor(fingerprint, [scope.institution_id, *(
         value.isoformat() if isinstance(value, datetime) else value for value in values)])
 

@@ -7,7 +7,7 @@ from sqlalchemy import Select, tuple_
 from sqlalchemy.orm import selectinload
 
 from core.applications import bulkheads
-from core.applications.listing.cursor import check_issuer, next_cursor
+from core.applications.listing.cursor import QueryFingerprint, check_issuer, next_cursor
 from core.applications.listing.query import ApplicationQuery, CycleQuery, Sort, bad_parameter
 from core.applications.listing.statements import (
     PARAMETER_PREFIX, after_parameters, filter_values, filtered, keyset_after, ordered_page, page_limit,
@@ -93,7 +93,7 @@ def _rows_by_stage(scope: InstitutionScope, query: ApplicationQuery, statement: 
     return rows
 
 
-def _page(rows: list, limit: int, scope: InstitutionScope, fingerprint: str, position) -> Page:
+def _page(rows: list, limit: int, scope: InstitutionScope, fingerprint: QueryFingerprint, position) -> Page:
     """Drop the look-ahead row (it only tells whether a next page exists) and sign the last row's position."""
     has_next = len(rows) > limit
     rows = rows[:limit]

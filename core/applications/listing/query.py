@@ -5,7 +5,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.applications.listing.cursor import Position, open_cursor, query_fingerprint
+from core.applications.listing.cursor import Position, QueryFingerprint, open_cursor, query_fingerprint
 from core.errors import InvalidInput
 from core.models.admissions import DECISIONS
 from core.timefmt import parse_utc
@@ -90,7 +90,7 @@ class ApplicationQuery:
     kind: str
     limit: int
     filters: dict[str, Any] = field(default_factory=dict)
-    fingerprint: str = ""
+    fingerprint: QueryFingerprint | None = None
     after: Position | None = None
     sort: Sort = OLDEST_FIRST
 
@@ -98,7 +98,7 @@ class ApplicationQuery:
 @dataclass(frozen=True)
 class CycleQuery:
     limit: int
-    fingerprint: str
+    fingerprint: QueryFingerprint
     after: Position | None = None
 
 
