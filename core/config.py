@@ -119,6 +119,8 @@ class Settings(BaseModel):
     PORTAL_TWO_FACTOR_ADDRESS_RATE_LIMIT: str = "30/minute"
     # Trial verifications on the public /try page per client address.
     PORTAL_TRY_RATE_LIMIT: str = "30/minute"
+    # Logo uploads per institution (each is decoded and re-encoded), accepted or refused.
+    PORTAL_LOGO_UPLOAD_RATE_LIMIT: str = "10/hour"
     # Staff sessions end after this many minutes without a request (idle), and this many hours after sign-in
     # whatever the activity (absolute lifetime); defaults 12 hours and 14 days.
     PORTAL_SESSION_IDLE_MINUTES: int = Field(default=720, ge=5)

@@ -25,6 +25,7 @@ from core.accounts.preferences import (
 )
 from portal import bp
 from portal.forms import ActionForm, field_label, submitted
+from portal.limiter import limiter
 from portal.rendering import render_page
 from portal.security import admin_required, audit, safe_next, staff_required
 from portal.settings.forms import IdentityForm, LanguageForm, LogoForm, SenderDomainForm, TimeZoneForm
@@ -140,7 +141,12 @@ def settings_identity():
     return redirect(url_for("portal.settings", _anchor="identity-title"))
 
 
+def _institution_of_user() -> str:
+    return f"logo:{getattr(current_user, 'institution_id', None) or 'anonymous'}"
+
+
 @bp.post("/settings/logo")
+@limiter.limit(lambda: config_settings().PORTAL_LOGO_UPLOAD_RATE_LIMIT, key_func=_institution_of_user)
 @admin_required
 def settings_logo():
     form = submitted(LogoForm())
