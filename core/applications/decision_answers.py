@@ -70,7 +70,7 @@ def record_decision_response(decision_id: str, response: str,
 def _record(decision_id: str, response: str, actor: Actor) -> tuple[Decision, bool]:
     decision = db.session.scalars(select(Decision).where(Decision.id == decision_id).with_for_update()
                                   .execution_options(populate_existing=True)).one_or_none()
-    if decision is None or decision.application.applicant.erased_at is not None:
+    if decision is None:
         raise NotFound("Decision not found")
     if decision.sent_at is None:
         raise Conflict("this decision has not been sent to the applicant yet", field="decision_id")

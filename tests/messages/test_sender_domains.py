@@ -109,6 +109,8 @@ def test_an_unproven_domain_on_the_operators_list_sends_from_the_platform_addres
     assert received.message["Reply-To"] == "admissions@ur.ac.rw"
     assert _signature_domain(received.data) == "karibu.test"
     assert dkim.verify(received.data, dnsfunc=dns_server.txt_lookup)
+    [row] = all_messages(mail, institution_id=university[0].id)
+    assert row.sender == f"University of Rwanda <{PLATFORM}>"  # chosen so when written, not only when sent
 
 
 def test_after_publishing_its_records_it_sends_from_its_address_signed_with_its_own_key(
