@@ -283,3 +283,15 @@ def test_adding_a_domain_twice_is_refused_and_changes_nothing(mail, factory):
     code, output = cli(mail, "add", "--institution", institution.id, "ur.ac.rw")
     assert code == 1 and "Error: ur.ac.rw is already a sending domain of this institution." in output
     assert cli_json(mail, "list", "--institution", institution.id)[1]["domains"][0]["records"] == added["records"]
+
+
+def test_the_daily_recheck_is_one_chain_however_many_workers_ask(mail, redis_client):
+    from jobs import sender_domains as recheck_job
+    from rq.job import Job
+
+    redis_client.delete(recheck_job.CHAIN_KEY)
+    with mail.app_context():
+        assert recheck_job.ensure_recheck_scheduled() is True
+        assert recheck_job.ensure_recheck_scheduled() is False
+        job = Job.fetch(redis_client.get(recheck_job.CHAIN_KEY).decode(), connection=redis_client)
+        assert job.func_name == "jobs.sender_domains.recheck"
