@@ -123,6 +123,8 @@ class Settings(BaseModel):
     PORTAL_TWO_FACTOR_ADDRESS_RATE_LIMIT: str = "30/minute"
     # Trial verifications on the public /try page per client address.
     PORTAL_TRY_RATE_LIMIT: str = "30/minute"
+    # Logo uploads per institution (each is decoded and re-encoded), accepted or refused.
+    PORTAL_LOGO_UPLOAD_RATE_LIMIT: str = "10/hour"
     # Staff sessions end after this many minutes without a request (idle), and this many hours after sign-in
     # whatever the activity (absolute lifetime); defaults 12 hours and 14 days.
     PORTAL_SESSION_IDLE_MINUTES: int = Field(default=720, ge=5)
@@ -148,9 +150,11 @@ class Settings(BaseModel):
     MAIL_DEFAULT_SENDER: str = "Karibu <no-reply@karibu.localhost>"
     # Seconds an SMTP connection or command may take before the attempt counts as a temporary failure.
     MAIL_TIMEOUT: float = 15.0
-    # Comma-separated domains whose addresses may be the From address of an institution's applicant emails (exact
-    # domain, case-insensitive; "" = always MAIL_DEFAULT_SENDER's address, with the institution's name).
+    # The operator's restriction on top of proof: comma-separated domains an institution may prove and send From
+    # (exact domain, case-insensitive); "" = any domain the institution proves in DNS (`sender-domains`).
     MAIL_ALLOWED_SENDER_DOMAINS: str = ""
+    # The DNS server sending domains are looked up on, `host:port` ("" = the system's resolvers).
+    DNS_RESOLVER: str = ""
     # DKIM: every email is signed (rsa-sha256, relaxed/relaxed) when all three are set; none set = no signature.
     # The key file is a PEM RSA private key (PKCS#1 or PKCS#8), checked at start-up (core/messages/signing.py).
     MAIL_DKIM_DOMAIN: str = ""
@@ -291,6 +295,8 @@ def check_startup_settings(config: Settings) -> None:
             "without a query or user name; or leave it empty.")
     from core.messages.signing import dkim_signer
     dkim_signer(config)  # a half-configured DKIM or an unusable key file stops the start
+    from core.institutions.sender_domains import resolver_address
+    resolver_address(config.DNS_RESOLVER)  # a malformed DNS_RESOLVER stops the start
 
 
 class SettingsConfig(Config):

@@ -18,6 +18,7 @@ from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
 from core.webhooks.signing import sign, sign_standard
+from core.webhooks.urls import DEV_RECEIVER_IDENTITY, DEV_RECEIVER_IDENTITY_PATH
 
 KEEP = 200
 MAX_BODY_BYTES = 1024 * 1024
@@ -69,6 +70,7 @@ class WebhookReceiver:
             Rule("/deliveries", endpoint="list", methods=["GET"]),
             Rule("/favicon.ico", endpoint="no_icon", methods=["GET"]),
             Rule("/hooks/<institution_id>", endpoint="hook", methods=["POST"]),
+            Rule(DEV_RECEIVER_IDENTITY_PATH, endpoint="identity", methods=["GET"]),
         ])
 
     def received(self) -> list[ReceivedDelivery]:
@@ -98,6 +100,10 @@ class WebhookReceiver:
             self._received.append(delivery)
         return Response(json.dumps({"received": True, "signature_verified": verified}),
                         content_type="application/json")
+
+    def on_identity(self, request: Request) -> Response:
+        """Who answers here: the app admits WEBHOOK_DEV_RECEIVER_URL only when this answer comes back."""
+        return Response(json.dumps(DEV_RECEIVER_IDENTITY), content_type="application/json")
 
     def on_no_icon(self, request: Request) -> Response:
         """No icon (and no 404 in the browser's console)."""

@@ -19,6 +19,7 @@ from core.webhooks.sweep import sweep_due_deliveries
 from jobs.chains import chain_is_alive
 from jobs.reconnect import wait_for_database, wait_for_redis
 from jobs.retention import ensure_purge_scheduled
+from jobs.sender_domains import ensure_recheck_scheduled
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +112,7 @@ def keep_sweeping() -> None:
     try:
         ensure_sweep_scheduled()
         ensure_purge_scheduled()
+        ensure_recheck_scheduled()
         sweep_due_deliveries()
         sweep_due_messages()
     except Exception:

@@ -38,7 +38,8 @@ def decision_response_tokens(decisions: Iterable[Decision]) -> dict[str, str]:
 
 
 def decision_for_token(token: str) -> Decision:
-    """The decision a response link names; NotFound for a forged, garbled or expired link."""
+    """The decision a response link names; NotFound for a forged, garbled or expired link, or one whose applicant
+    was erased."""
     try:
         claims = _serializer().loads(token, max_age=int(RESPONSE_LINK_MAX_AGE.total_seconds()))
     except SignatureExpired:
@@ -46,7 +47,7 @@ def decision_for_token(token: str) -> Decision:
     except BadSignature:
         raise NotFound("This link is not valid. Please use the link exactly as you received it.") from None
     decision = db.session.get(Decision, claims.get("decision_id")) if isinstance(claims, dict) else None
-    if decision is None:
+    if decision is None or decision.application.applicant.erased_at is not None:  # an erased person answers nothing
         raise NotFound("This link is not valid. Please use the link exactly as you received it.")
     return decision
 

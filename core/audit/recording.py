@@ -24,6 +24,9 @@ _SENSITIVE_NAME = re.compile(r"(key|token|secret|password|passwd|signature|auth|
 _SENSITIVE_PATH_PARAMETER = re.compile(r"(^|_)(key|token|secret|password|signature|session|national_id|cursor)$",
                                        re.IGNORECASE)
 _PATH_PARAMETER = re.compile(r"<(?:[^<>:]+:)?([^<>]+)>")
+# A path that matched no route has no parameter names: a segment shaped like a token (20 or more URL-safe
+# characters, letters and digits mixed, as reset and invitation tokens and signed links are) is masked whole.
+_TOKEN_SEGMENT = re.compile(r"(?<=/)(?=[^/]*[A-Za-z])(?=[^/]*[0-9])[A-Za-z0-9._~%-]{20,}(?=/|$)")
 # Webhook secrets are base64 (`+/=`, `%2B`… in a query) or, made before Standard Webhooks support, URL-safe.
 _SECRET_VALUE = re.compile(
     r"(sk_(live|trial)_[A-Za-z0-9_]+|whsec_[A-Za-z0-9_\-+/=%]+|eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]*)")
@@ -61,9 +64,10 @@ def redact_query(query_string: str) -> str:
 
 
 def redact_path(path: str, rule: str | None, arguments: Mapping[str, object] | None) -> str:
-    """The path rebuilt from its matched route `rule` with secret parameters (by name: `<token>`, …) masked."""
+    """The path rebuilt from its matched route `rule` with secret parameters (by name: `<token>`, …) masked; a path
+    that matched no route with its token-shaped segments masked."""
     if rule is None:
-        return path
+        return _TOKEN_SEGMENT.sub(REDACTED, path)
 
     def value(match: re.Match) -> str:
         name = match.group(1)

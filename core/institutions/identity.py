@@ -30,8 +30,12 @@ LOGO_MAX_SIDE = 512
 # The largest side (pixels) of an upload that is decoded at all: 256 KB of PNG can hold 9000 × 9000 pixels
 # of one colour, 700 MB and seconds of work to decode; 4096 × 4096 takes about 70 MB.
 LOGO_MAX_UPLOAD_SIDE = 4096
-# Pillow's names of the accepted formats, and the content type each is stored and served with.
+# Pillow's names of the accepted formats, and the content type each is stored and served with. A multi-picture
+# JPEG (MPO: many phones' photos) is a JPEG whose first picture is the logo.
 LOGO_TYPES = {"PNG": "image/png", "JPEG": "image/jpeg"}
+# A progressive JPEG is decoded once per scan over the whole picture: 3,700 scans fit in 256 KB and cost a minute
+# of CPU at 4000 × 4000 pixels. Encoders write about 10; this many costs under a second at the largest size.
+LOGO_MAX_JPEG_SCANS = 32
 LOGO_EXTENSIONS = {"image/png": "png", "image/jpeg": "jpg"}
 LOGO_PATH = "/brand/{institution_id}/{file_name}"
 TEXT_LIMITS = {"display_name": 200, "contact_email": 254, "website": 300, "footer": 300}
@@ -189,13 +193,20 @@ def reencoded_logo(data: bytes) -> tuple[bytes, str]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(io.BytesIO(data), formats=list(LOGO_TYPES)) as image:
+            with Image.open(io.BytesIO(data), formats=list(LOGO_TYPES)) as image:  # an MPO opens as a JPEG
                 image_format = image.format
                 if max(image.size) > LOGO_MAX_UPLOAD_SIDE:  # known from the header, before any decoding
                     raise InvalidInput(_("The logo is %(width)d × %(height)d pixels; make each side at most "
                                          "%(limit)d pixels.", width=image.width, height=image.height,
                                          limit=LOGO_MAX_UPLOAD_SIDE), field="logo")
-                image.load()
+                if image_format in ("JPEG", "MPO"):
+                    scans = jpeg_scans(data)
+                    if scans > LOGO_MAX_JPEG_SCANS:
+                        raise InvalidInput(_("The logo is a JPEG of %(scans)d scans, more than %(limit)d; save it "
+                                             "again as a standard JPEG or as PNG.", scans=scans,
+                                             limit=LOGO_MAX_JPEG_SCANS), field="logo")
+                    image_format = "JPEG"
+                image.load()  # the first picture of an MPO
                 pixels = image.copy()
     except (UnidentifiedImageError, Image.DecompressionBombError, Image.DecompressionBombWarning):
         raise InvalidInput(_("The logo must be a PNG or JPEG image."), field="logo") from None
@@ -214,6 +225,35 @@ def reencoded_logo(data: bytes) -> tuple[bytes, str]:
             pixels = pixels.convert("RGBA")
         pixels.save(output, format="PNG", optimize=True)
     return output.getvalue(), LOGO_TYPES[image_format]
+
+
+def jpeg_scans(data: bytes) -> int:
+    """How many scans (SOS segments) the first picture of a JPEG file has, read from its markers without decoding
+    (an embedded thumbnail or a later MPO picture is not counted)."""
+    scans, position, end = 0, 2, len(data)
+    while position + 4 <= end:
+        if data[position] != 0xFF:
+            return scans  # damaged: the decoder says so
+        marker = data[position + 1]
+        if marker == 0xFF:  # fill byte
+            position += 1
+            continue
+        if marker == 0xD9:  # end of image
+            return scans
+        if 0xD0 <= marker <= 0xD7 or marker == 0x01:  # restart markers and TEM stand alone
+            position += 2
+            continue
+        position += 2 + int.from_bytes(data[position + 2:position + 4], "big")
+        if marker == 0xDA:  # start of scan: skip its entropy-coded data to the next marker
+            scans += 1
+            while True:
+                position = data.find(b"\xff", position)
+                if position < 0 or position + 1 >= end:
+                    return scans
+                if data[position + 1] != 0x00 and not 0xD0 <= data[position + 1] <= 0xD7:
+                    break  # a marker (stuffed zeros and restart markers are part of the scan)
+                position += 2
+    return scans
 
 
 def set_logo(scope: InstitutionScope, data: bytes) -> str:

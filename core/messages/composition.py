@@ -17,7 +17,8 @@ from core.db import db, note_write
 from core.errors import InvalidInput, NotFound
 from core.i18n import DEFAULT_LANGUAGE, supported_language
 from core.institutions.identity import ApplicantIdentity, applicant_identity
-from core.messages.addresses import address_of, header_safe, mailbox, on_domains, valid_email, \
+from core.institutions.sender_domains import may_send_from
+from core.messages.addresses import address_of, header_safe, mailbox, valid_email, \
     valid_international_phone
 from core.messages.outbox import drain_signal
 from core.messages.private_links import LINK_SLOT, seal
@@ -55,11 +56,12 @@ def sms_enabled() -> bool:
 
 
 def applicant_sender(identity: ApplicantIdentity, config: Settings) -> tuple[str, str | None]:
-    """(From, Reply-To) of the institution's emails to applicants: its name with its contact address when that is
-    on a MAIL_ALLOWED_SENDER_DOMAINS domain, else the platform's; Reply-To the contact address or None."""
+    """(From, Reply-To) of the institution's emails to applicants: its name with its contact address when that
+    address's domain is proven by this institution (core.institutions.sender_domains), else the platform's;
+    Reply-To the contact address or None."""
     contact = identity.contact_email if valid_email(identity.contact_email) else None
     address = address_of(config.MAIL_DEFAULT_SENDER)
-    if contact and contact.isascii() and on_domains(contact, config.MAIL_ALLOWED_SENDER_DOMAINS):
+    if contact and may_send_from(InstitutionScope(identity.institution_id), contact, config):
         address = contact
     name = identity.name
     sender = mailbox(name, address)

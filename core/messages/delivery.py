@@ -17,12 +17,14 @@ from core.db import db
 from core.messages.private_links import LinkUnreadable, unseal, with_link
 from core.messages.runtime import runtime
 from core.messages.schedule import SCHEDULE
-from core.messages.signing import DkimKeyError, dkim_signer
+from core.institutions.sender_domains import sending_identity
+from core.messages.signing import DkimKeyError, DkimSigner, dkim_signer
 from core.messages.transports import AfricasTalkingTransport, Outcome, SmtpTransport
 from core.models.messages import SENDABLE_MESSAGE_STATUSES, Message
 from core.outbox.circuit import Deferred
 from core.outbox.drain import PERMANENT, SUCCEEDED, TEMPORARY, Drain, DrainResult, Failed, Sent
 from core.outbox.leases import Outbox
+from core.scoping import InstitutionScope
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +59,7 @@ class _Claimed:
     number: int  # the attempt it is about to get
     sealed_link: str | None  # the encrypted personal link, kept on the row until the message is sent
     link_error: str | None = None  # why the personal link could not be put in (nothing is sent then)
+    signer: DkimSigner | None = None  # the From domain's own DKIM key (None: the platform's)
 
 
 class Transports:
@@ -85,7 +88,7 @@ class Transports:
         connection = self._idle.get()
         try:
             return connection.send(recipient=message.recipient, recipient_name=message.recipient_name,
-                                   sender=message.sender, reply_to=message.reply_to,
+                                   sender=message.sender, reply_to=message.reply_to, signer=message.signer,
                                    subject=message.subject, text=message.body_text, html=message.body_html,
                                    message_id=message.message_id_header or f"<{message.id}@karibu.localhost>",
                                    before_data=before_data)
@@ -123,10 +126,18 @@ class MessageKind:
             select(Message.id, Message.channel, Message.recipient, Message.recipient_name, Message.sender,
                    Message.reply_to, Message.subject,
                    Message.body_text, Message.body_html, Message.message_id_header, Message.attempts + 1,
-                   Message.private_link)
+                   Message.private_link, Message.institution_id)
             .where(Message.id.in_(ids)).order_by(Message.next_attempt_at, Message.created_at)
         ).all()
-        return [_with_link(_Claimed(*row)) for row in rows]
+        return [_with_link(self._sent_as(_Claimed(*row[:-1]), row[-1])) for row in rows]
+
+    def _sent_as(self, message: _Claimed, institution_id: str) -> _Claimed:
+        """The message with the From and DKIM key it goes out with now: its institution's proven domain, or the
+        platform's address when that domain is no longer proven by it (core.institutions.sender_domains)."""
+        if message.channel != "email":
+            return message
+        sender, signer = sending_identity(InstitutionScope(institution_id), message.sender, self.config)
+        return replace(message, sender=sender, signer=signer)
 
     def send(self, message: _Claimed) -> tuple[datetime, Outcome | None]:
         attempted_at = runtime.clock.now()

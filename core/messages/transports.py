@@ -121,9 +121,10 @@ class SmtpTransport:
 
     def send(self, *, recipient: str, recipient_name: str, subject: str, text: str, html: str | None,
              message_id: str, sender: str | None = None, reply_to: str | None = None,
-             before_data: Callable[[], None] | None = None) -> Outcome:
-        """Send one email From `sender` (None: MAIL_DEFAULT_SENDER) with `reply_to` (None: none); `before_data`
-        is called just before DATA, and what it raises goes up (the connection is dropped)."""
+             signer: DkimSigner | None = None, before_data: Callable[[], None] | None = None) -> Outcome:
+        """Send one email From `sender` (None: MAIL_DEFAULT_SENDER) with `reply_to` (None: none), DKIM-signed by
+        `signer` (None: the connection's own); `before_data` is called just before DATA, and what it raises goes
+        up (the connection is dropped)."""
         if not self.config.MAIL_SERVER:
             return Outcome.down("Email is not configured: MAIL_SERVER is empty.")
         if not valid_email(recipient):
@@ -138,9 +139,10 @@ class SmtpTransport:
             data = email.as_bytes(policy=email.policy.clone(linesep="\r\n", utf8=international))
         except ValueError as error:  # a header the email package refuses to write
             return Outcome.refused(f"Could not build the email: {error}")
-        if self.signer is not None:
+        signer = signer or self.signer
+        if signer is not None:
             try:
-                data = self.signer.sign(data)
+                data = signer.sign(data)
             except dkim.DKIMException as error:
                 return Outcome.refused(f"Could not sign the email (DKIM): {error}")
         try:

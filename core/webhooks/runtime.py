@@ -54,14 +54,14 @@ class Runtime:
 
 def transport_settings() -> TransportSettings:
     from core.webhooks.transport import TransportSettings
-    from core.webhooks.urls import dev_receiver_origin
+    from core.webhooks.urls import answering_dev_receiver
 
     config = settings()
     return TransportSettings(
         allow_private=bool(config.WEBHOOK_ALLOW_PRIVATE_TARGETS),
         allow_http=bool(config.WEBHOOK_ALLOW_HTTP),
         ca_bundle=config.WEBHOOK_CA_BUNDLE or None,
-        dev_origin=dev_receiver_origin(config.WEBHOOK_DEV_RECEIVER_URL),
+        dev_origin=answering_dev_receiver(config.WEBHOOK_DEV_RECEIVER_URL),
     )
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
+import threading
+import time
 from dataclasses import dataclass
 from typing import Callable
 from urllib.parse import urlsplit, urlunsplit
@@ -15,6 +17,18 @@ Resolver = Callable[[str, int], list[str]]
 Origin = tuple[str, str, int]  # (scheme, host, port)
 
 MAX_URL_LENGTH = 2048
+
+# The development receiver (devtools/webhook_receiver.py) answers this path with this JSON; WEBHOOK_DEV_RECEIVER_URL
+# admits its origin only while that answer comes back (not a Redis, a database or the app on a loopback port),
+# and only for the receiver's own path, `/hooks/<institution id>`.
+DEV_RECEIVER_IDENTITY_PATH = "/karibu-development-webhook-receiver"
+DEV_RECEIVER_IDENTITY = {"receiver": "karibu-development-webhook-receiver", "version": 1}
+DEV_RECEIVER_HOOK_PATH = re.compile(r"/hooks/[A-Za-z0-9_-]+")
+# Seconds an answer (or its absence) is trusted before the receiver is asked again.
+DEV_RECEIVER_CHECKED_FOR = {True: 60.0, False: 5.0}
+DEV_RECEIVER_PROBE_SECONDS = 2.0
+_dev_receiver_checks: dict[Origin, tuple[float, bool]] = {}
+_dev_receiver_lock = threading.Lock()
 
 # Cloud metadata service names: never targets, whatever they resolve to.
 METADATA_NAMES = frozenset(
@@ -154,6 +168,35 @@ def dev_receiver_origin(url: str | None) -> Origin | None:
     return origin
 
 
+def answering_dev_receiver(url: str | None) -> Origin | None:
+    """`dev_receiver_origin(url)` while Karibu's development receiver answers there (checked at most once a minute;
+    a missing answer again after 5 s), else None."""
+    origin = dev_receiver_origin(url)
+    if origin is None:
+        return None
+    now = time.monotonic()
+    with _dev_receiver_lock:
+        checked = _dev_receiver_checks.get(origin)
+    if checked is None or now - checked[0] >= DEV_RECEIVER_CHECKED_FOR[checked[1]]:
+        checked = (now, _receiver_answers(origin))
+        with _dev_receiver_lock:
+            _dev_receiver_checks[origin] = checked
+    return origin if checked[1] else None
+
+
+def _receiver_answers(origin: Origin) -> bool:
+    import requests  # only the demo's setting needs it here
+
+    scheme, host, port = origin
+    netloc = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        response = requests.get(urlunsplit((scheme, netloc, DEV_RECEIVER_IDENTITY_PATH, "", "")),
+                                timeout=DEV_RECEIVER_PROBE_SECONDS, allow_redirects=False)
+        return response.status_code == 200 and response.json() == DEV_RECEIVER_IDENTITY
+    except (requests.RequestException, ValueError):
+        return False
+
+
 def _origin(parts) -> Origin:
     scheme = parts.scheme.lower()
     return scheme, (parts.hostname or "").lower(), parts.port or (443 if scheme == "https" else 80)
@@ -177,7 +220,8 @@ def check_url(
     dev_origin: Origin | None = None,
 ) -> VettedTarget:
     """Vet `url` as a webhook target and resolve it once; raise UnsafeURL saying why it is refused. A URL on
-    `dev_origin` (the development receiver's, see `dev_receiver_origin`) may use http and a loopback address."""
+    `dev_origin` (the development receiver's, see `answering_dev_receiver`) may use http and a loopback address, on
+    the receiver's path `/hooks/<institution id>` only."""
     if not isinstance(url, str) or not url.strip():
         raise UnsafeURL("a URL is required")
     if len(url) > MAX_URL_LENGTH:
@@ -190,7 +234,8 @@ def check_url(
     except ValueError as exc:
         raise UnsafeURL(f"the URL is malformed ({exc})") from exc
     scheme = parts.scheme.lower()
-    if dev_origin is not None and _origin(parts) == dev_origin:
+    if dev_origin is not None and _origin(parts) == dev_origin and DEV_RECEIVER_HOOK_PATH.fullmatch(parts.path) \
+            and not parts.query:
         allow_http = allow_private = True
     if scheme != "https" and not (allow_http and scheme == "http"):
         raise UnsafeURL("the URL must use https")

@@ -247,6 +247,16 @@ def _set_password_through_link(token: str, open_link, use_link, template: str, r
     return redirect(url_for("portal.login"))
 
 
+@bp.after_request
+def _token_pages_private(response):
+    """A reset or invitation link is a credential: every answer of its page (refusals included) stays out of
+    caches and Referer headers."""
+    if request.endpoint in ("portal.password_reset", "portal.accept_invitation_page"):
+        response.headers["Cache-Control"] = "no-store"
+        response.headers["Referrer-Policy"] = "no-referrer"
+    return response
+
+
 @bp.route("/account/reset/<token>", methods=["GET", "POST"])
 def password_reset(token: str):
     return _set_password_through_link(

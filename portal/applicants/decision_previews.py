@@ -1,20 +1,17 @@
 """Staff previews of a decision's email and answer page, in the applicant's language; nothing is written or sent."""
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
 from flask import g, make_response, request
 from flask_babel import gettext as _
 
 from core.applications.applicant_file import applicant_file
-from core.config import settings
 from core.errors import InvalidInput
 from core.i18n import supported_language
 from core.messages.composition import preview_decision_email
 from core.models import Application
 from portal import bp
 from portal.applicants.timeline import DECISION_LABELS
-from portal.messages.views import EMAIL_PREVIEW_POLICY
+from portal.messages.views import email_preview_policy
 from portal.public.views import answer_page_preview
 from portal.rendering import render_page
 from portal.security import audit, staff_required
@@ -26,12 +23,6 @@ def _previewed_decision(application_id: str) -> str:
     if decision not in DECISION_LABELS or decision == "none":
         raise InvalidInput(_("Set a decision first: there is nothing to preview."), parameter="decision")
     return decision
-
-
-def _image_sources() -> str:
-    """Where the preview may load images from: this site and the public address the email's logo points to."""
-    public = urlsplit(settings().PUBLIC_BASE_URL)
-    return f"img-src data: 'self' {public.scheme}://{public.netloc}" if public.netloc else "img-src data: 'self'"
 
 
 @bp.get("/applicants/<application_id>/preview/email")
@@ -51,7 +42,7 @@ def applicant_email_preview_html(application_id: str):
     preview = preview_decision_email(g.scope, application_id, _previewed_decision(application_id))
     response = make_response(preview.html)
     response.mimetype = "text/html"
-    response.headers["Content-Security-Policy"] = EMAIL_PREVIEW_POLICY.replace("img-src data:", _image_sources())
+    response.headers["Content-Security-Policy"] = email_preview_policy()
     response.headers["Referrer-Policy"] = "no-referrer"
     return response
 

@@ -2,6 +2,8 @@
 the institution's default language) and resending a failed message (also from the applicant file)."""
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from flask import flash, g, make_response, redirect, request, url_for
 from flask_babel import gettext as _
 
@@ -24,6 +26,14 @@ FILTER_LABELS = {"status": lambda: _("Status"), "channel": lambda: _("Channel")}
 # The HTML part is shown on its own, sandboxed: no script, no form, nothing loaded from elsewhere.
 EMAIL_PREVIEW_POLICY = ("sandbox allow-popups allow-popups-to-escape-sandbox allow-top-navigation-by-user-activation; "
                         "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'")
+
+
+def email_preview_policy() -> str:
+    """EMAIL_PREVIEW_POLICY letting images come from this site and from PUBLIC_BASE_URL's origin, where the
+    email's logo (`/brand/…`) is served."""
+    public = urlsplit(settings().PUBLIC_BASE_URL)
+    sources = f"img-src data: 'self' {public.scheme}://{public.netloc}" if public.netloc else "img-src data: 'self'"
+    return EMAIL_PREVIEW_POLICY.replace("img-src data:", sources)
 
 
 def message_status_labels() -> dict[str, str]:
@@ -94,7 +104,7 @@ def message_html(message_id: str):
     message = get_message(g.scope, message_id)
     response = make_response(without_private_links(message.body_html))
     response.mimetype = "text/html"
-    response.headers["Content-Security-Policy"] = EMAIL_PREVIEW_POLICY
+    response.headers["Content-Security-Policy"] = email_preview_policy()
     response.headers["Referrer-Policy"] = "no-referrer"
     return response
 

@@ -27,7 +27,7 @@ from portal.limiter import limiter
 
 public_bp = Blueprint("public", __name__)
 _SUBMITTED_KEY = "karibu_submitted_application"
-_COLOUR_FILE = re.compile(r"^[0-9a-f]{6}$")
+_COLOUR_FILE = re.compile(r"[0-9a-f]{6}")  # the whole name (fullmatch): no trailing newline
 
 
 def _audit(action: str, institution_id: str, target: str) -> None:
@@ -69,11 +69,19 @@ def _private(response):
     return response
 
 
+@public_bp.after_request
+def _answer_pages_private(response):
+    """Every answer of the answer flow (its 400s and 404s too, CSRF and input refusals included) is private."""
+    if request.endpoint in ("public.respond_to_decision", "public.confirm_decision_response"):
+        _private(response)
+    return response
+
+
 @public_bp.get("/applicant-colours/<colour>.css")
 def brand_colours(colour: str):
     """The brand colour of an applicant page as a stylesheet (the CSP allows no inline style); the colour is
     the file's name, so a new colour is a new URL and each file can be cached for good."""
-    if not _COLOUR_FILE.match(colour):
+    if not _COLOUR_FILE.fullmatch(colour):
         abort(404)
     response = current_app.make_response(f":root {{ --brand: #{colour}; }}\n")
     response.mimetype = "text/css"

@@ -1,4 +1,4 @@
-"""The settings forms: time zone, portal language, identity, logo and API key."""
+"""The settings forms: time zone, portal language, identity, logo, sending domain and API key."""
 from __future__ import annotations
 
 from flask_babel import lazy_gettext as _l
@@ -40,3 +40,9 @@ class IdentityForm(FlaskForm):
 class LogoForm(FlaskForm):
     """The institution's logo (checked and re-encoded by core.institutions.identity.set_logo)."""
     logo = FileField(_l("Logo file"))
+
+
+class SenderDomainForm(FlaskForm):
+    """A sending domain to add (checked by core.institutions.sender_domains)."""
+    domain = StringField(_l("Domain"), validators=[DataRequired(_l("Give a domain name.")), Length(max=253)],
+                         filters=[strip])

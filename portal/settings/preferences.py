@@ -11,11 +11,13 @@ from flask_babel import get_locale, lazy_gettext, refresh
 from flask_babel import gettext as _
 from flask_login import current_user
 
+from core.config import settings as config_settings
 from core.errors import InvalidInput
 from core.institutions import institution_name
 from core.institutions.identity import (
     DEFAULT_COLOUR, IDENTITY_FIELDS, IdentityRefused, identity_of, remove_logo, set_logo, update_identity,
 )
+from core.institutions.sender_domains import Finding, records_to_publish, sender_domains
 from core.i18n import STAFF_LANGUAGES
 from core.accounts.preferences import (
     EAST_AFRICA_GROUP, FALLBACK_TIME_ZONE, UTC_GROUP, chosen_time_zone, country_time_zone, set_time_zone,
@@ -23,9 +25,10 @@ from core.accounts.preferences import (
 )
 from portal import bp
 from portal.forms import ActionForm, field_label, submitted
+from portal.limiter import limiter
 from portal.rendering import render_page
 from portal.security import admin_required, audit, safe_next, staff_required
-from portal.settings.forms import IdentityForm, LanguageForm, LogoForm, TimeZoneForm
+from portal.settings.forms import IdentityForm, LanguageForm, LogoForm, SenderDomainForm, TimeZoneForm
 
 
 # The groups of the time-zone picker in words (UTC is its own name in every language).
@@ -87,13 +90,16 @@ def identity_form(formdata=None) -> IdentityForm:
 
 
 def settings_page(status: int = 200, *, identity: IdentityForm | None = None, logo: LogoForm | None = None,
-                  zone: TimeZoneForm | None = None):
-    """The Settings page; a refused time-zone, identity or logo form is shown again with its errors (`status`
-    400)."""
+                  zone: TimeZoneForm | None = None, sender_domain: SenderDomainForm | None = None):
+    """The Settings page; a refused time-zone, identity, logo or sending-domain form is shown again with its
+    errors (`status` 400, 409)."""
     return render_page("settings/index.html", status=status, time_zone_form=zone or time_zone_form(),
                        identity_form=identity or identity_form(), logo_form=logo or LogoForm(formdata=None),
                        identity=identity_of(g.scope), default_name=institution_name(g.scope),
-                       default_colour=DEFAULT_COLOUR)
+                       default_colour=DEFAULT_COLOUR, sender_domains=sender_domains(g.scope),
+                       sender_domain_form=sender_domain or SenderDomainForm(formdata=None),
+                       records_to_publish=records_to_publish, finding=lambda stored: Finding(**stored),
+                       sender_domains_allowed=config_settings().MAIL_ALLOWED_SENDER_DOMAINS.strip())
 
 
 @bp.get("/settings")
@@ -135,7 +141,12 @@ def settings_identity():
     return redirect(url_for("portal.settings", _anchor="identity-title"))
 
 
+def _institution_of_user() -> str:
+    return f"logo:{getattr(current_user, 'institution_id', None) or 'anonymous'}"
+
+
 @bp.post("/settings/logo")
+@limiter.limit(lambda: config_settings().PORTAL_LOGO_UPLOAD_RATE_LIMIT, key_func=_institution_of_user)
 @admin_required
 def settings_logo():
     form = submitted(LogoForm())

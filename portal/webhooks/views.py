@@ -34,7 +34,7 @@ from core.webhooks.log import (
     send_test_ping,
 )
 from core.webhooks.schedule import DISABLE_AFTER_CONSECUTIVE_FAILURES
-from core.webhooks.urls import dev_receiver_origin, masked_url
+from core.webhooks.urls import answering_dev_receiver, masked_url
 from portal import bp
 from portal.forms import ActionForm, submitted
 from portal.rendering import datetime_text, display_zone, is_partial_request, render_page
@@ -128,9 +128,10 @@ def _settings_page(*, secret: str | None = None, errors: dict | None = None, for
 
 
 def dev_receiver_url() -> str | None:
-    """The development receiver's page (WEBHOOK_DEV_RECEIVER_URL, the demo only), else None."""
+    """The development receiver's page (WEBHOOK_DEV_RECEIVER_URL, the demo only) while it answers there, else
+    None."""
     url = settings().WEBHOOK_DEV_RECEIVER_URL.strip().rstrip("/")
-    return url if dev_receiver_origin(url) else None
+    return url if answering_dev_receiver(url) else None
 
 
 def dev_receiver_endpoint_url() -> str | None:

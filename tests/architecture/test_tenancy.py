@@ -31,7 +31,9 @@ from core.applications.listing.counts import count_applications
 from core.applications.listing.pages import fetch_application_page, fetch_applications_by_id, fetch_cycle_page
 from core.applications.listing.query import parse_application_query, parse_cycle_query
 from core.audit import browsing
+from core.config import settings
 from core.events import feed
+from core.institutions import sender_domains
 from core.applications.documents import document_storage
 from core.errors import InvalidInput, NotFound
 from core.applications.history import Actor
@@ -45,6 +47,7 @@ from core.models.accounts import StaffInvitation
 from core.models.counts import ApplicationCount, ApplicationDayCount
 from core.models.history import ApplicationChange
 from core.models.messages import Message
+from core.models.sender_domains import SenderDomain
 from core.models.webhooks import WebhookDelivery, WebhookEndpoint
 from core.scoping import InstitutionScope
 from core.verification import billing
@@ -114,6 +117,7 @@ class Rows:
     change_id: str
     view_id: str = ""
     bulk_change_id: str = ""
+    sender_domain: str = ""
 
 
 def populate(tag: str, issuer: str) -> Rows:
@@ -170,8 +174,13 @@ def populate(tag: str, issuer: str) -> Rows:
     bulk = BulkChange(institution_id=institution.id, actor=user.email, filters={}, change={"decision": "accepted"},
                       status="done", total=1, done=1, changed=0, refused=0)
     db.session.add(bulk)
+    sender = SenderDomain(institution_id=institution.id, domain=f"{tag}.ac.rw", verification_token=tag,
+                          dkim_selector=f"karibu-{tag}", dkim_public_key="", dkim_private_key_ciphertext="",
+                          status="verified")
+    db.session.add(sender)
     db.session.commit()
-    return Rows(view_id=view.id, bulk_change_id=bulk.id, tag=tag, institution_id=institution.id,
+    return Rows(view_id=view.id, bulk_change_id=bulk.id, sender_domain=sender.domain, tag=tag,
+                institution_id=institution.id,
                 program_id=program.id, cycle_id=cycle.id,
                 stage_key=stage.key, last_name=f"Surname{tag}", application_id=application.id,
                 decision_id=decision.id, payment_id=payment.id, document_id=document.id, check_id=check.id,
@@ -543,6 +552,26 @@ def saved_views_list(scope, own, target):
 @probe(SavedView)
 def saved_views_get(scope, own, target):
     return reached(lambda: saved_views.get_view(scope, target.user_id, target.view_id))
+
+
+@probe(SenderDomain)
+def sender_domains_list(scope, own, target):
+    return target.sender_domain in {row.domain for row in sender_domains.sender_domains(scope)}
+
+
+@probe(SenderDomain)
+def sender_domains_get(scope, own, target):
+    return reached(lambda: sender_domains.sender_domain(scope, target.sender_domain))
+
+
+@probe(SenderDomain)
+def sender_domains_may_send_from(scope, own, target):
+    return sender_domains.may_send_from(scope, f"admissions@{target.sender_domain}", settings())
+
+
+@probe(SenderDomain)
+def sender_domains_remove(scope, own, target):
+    return reached(lambda: sender_domains.remove_sender_domain(scope, target.sender_domain))
 
 
 @probe(BulkChange)

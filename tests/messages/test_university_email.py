@@ -113,16 +113,18 @@ def test_a_decision_arrives_from_the_university_with_its_reply_to_logo_colour_an
         assert words in text, words
 
 
-def test_the_contact_address_is_the_from_address_only_on_an_allowed_domain(branded, smtp, factory, monkeypatch):
+def test_an_allowed_domain_alone_does_not_make_the_contact_the_from_address(branded, smtp, factory, monkeypatch):
+    """MAIL_ALLOWED_SENDER_DOMAINS only restricts: without proof in DNS (tests/messages/test_sender_domains.py)
+    every email goes from the platform's address under the institution's name, Reply-To the contact."""
     monkeypatch.setitem(branded.config, "MAIL_ALLOWED_SENDER_DOMAINS", "example.org, UR.ac.RW")
     for contact in ("Admissions@UR.ac.rw", "admissions@evil-ur.ac.rw", "admissions@mail.ur.ac.rw",
                     "admissions@ur.ac.rw.evil.org"):
         _send(branded, factory, contact=contact, logo=False)
     senders = [(r.message["From"].addresses[0].addr_spec, r.message["Reply-To"], r.mail_from) for r in smtp.received]
     assert senders == [
-        ("Admissions@UR.ac.rw", "Admissions@UR.ac.rw", PLATFORM),
-        (PLATFORM, "admissions@evil-ur.ac.rw", PLATFORM),  # a look-alike domain
-        (PLATFORM, "admissions@mail.ur.ac.rw", PLATFORM),  # a subdomain is not the allowed domain
+        (PLATFORM, "Admissions@UR.ac.rw", PLATFORM),
+        (PLATFORM, "admissions@evil-ur.ac.rw", PLATFORM),
+        (PLATFORM, "admissions@mail.ur.ac.rw", PLATFORM),
         (PLATFORM, "admissions@ur.ac.rw.evil.org", PLATFORM),
     ]
     assert all(r.message["From"].addresses[0].display_name == "UR College of Medicine" for r in smtp.received)
