@@ -9,9 +9,10 @@ from cli.migrations import migration_commands
 from cli.privacy import applicants_group
 from cli.retention import retention_group
 from cli.simulator import registry_simulator_command
+from cli.sso import sso_group
 from cli.two_factor import reset_two_factor_command
 from cli.webhooks import webhooks_group
 
 users_cli.add_command(reset_two_factor_command)
 COMMANDS = (*ADMIN_COMMANDS, counts_group, registry_simulator_command, webhooks_group, messages_group,
-            retention_group, applicants_group, migration_commands, *DEV_SERVER_COMMANDS)
+            retention_group, applicants_group, migration_commands, *DEV_SERVER_COMMANDS, sso_group)

@@ -26,3 +26,5 @@ from core.models.two_factor import RecoveryCode, TwoFactorCredential  # noqa: F4
 from core.models.history import ApplicationChange  # noqa: F401
 # The staff's applicant list
 from core.models.applicant_list import BulkChange, SavedView  # noqa: F401
+# Staff sign-in through an institution's OpenID Connect provider
+from core.models.sso import SsoConfiguration, SsoDomain, SsoSpentState  # noqa: F401
