@@ -191,8 +191,8 @@ def configure(scope: InstitutionScope, *, issuer: str, client_id: str, client_se
         raise InvalidInput(_("Give the client secret the provider gave Karibu."), field="client_secret")
     if len(secret) > 1000:
         raise InvalidInput(_("The client secret is too long (at most 1000 characters)."), field="client_secret")
-    taken = db.session.scalars(select(SsoDomain).where(SsoDomain.domain.in_(domains))).all()
-    foreign = sorted(row.domain for row in taken if row.institution_id != scope.institution_id)
+    taken = set(db.session.scalars(select(SsoDomain.domain).where(SsoDomain.domain.in_(domains))))
+    foreign = sorted(taken - set(_domains(scope)))
     if foreign:
         raise Conflict(_("Another institution signs in the addresses of %(domains)s: a domain leads to one "
                          "institution only.", domains=", ".join(foreign)), field="domains")
