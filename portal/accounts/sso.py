@@ -45,19 +45,23 @@ def _refused(refusal: sso.SsoRefused):
     return render_page("auth/sso_refused.html", message=refusal.message, status=refusal.status, headers=headers)
 
 
-@bp.get("/login/sso")
+@bp.route("/login/sso", methods=["GET", "POST"])
 @limiter.limit(lambda: settings().PORTAL_LOGIN_ADDRESS_RATE_LIMIT, key_func=_address)
 def sso_start():
-    """Send the browser to the provider of the email's domain."""
-    next_url = safe_next(request.args.get("next"))
+    """Send the browser to the provider of the email's domain: a redirect for `GET ?email=`; for the sign-in
+    page's form (POST) a page that forwards it, since the portal's CSP lets forms lead nowhere but here."""
+    values = request.form if request.method == "POST" else request.args
+    next_url = safe_next(values.get("next"))
     if current_user.is_authenticated:
         return redirect(next_url or url_for("portal.dashboard"))
     try:
-        started = sso.start_sign_in(request.args.get("email", "")[:254], next_url)
+        started = sso.start_sign_in(values.get("email", "")[:254], next_url)
     except sso.SsoRefused as refusal:
         return _refused(refusal)
     session.pop(PENDING_SSO_KEY, None)
     session[PENDING_SSO_KEY] = started.pending
+    if request.method == "POST":
+        return render_page("auth/sso_forward.html", authorization_url=started.authorization_url)
     return redirect(started.authorization_url)
 
 

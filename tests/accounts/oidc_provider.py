@@ -210,6 +210,10 @@ class TestProvider:
                 "token_endpoint_auth_methods_supported": ["client_secret_basic"],
             })
 
+        @app.get("/favicon.ico")
+        def favicon():  # browsers ask for one; a 404 would be a console error in the browser tests
+            return "", 204
+
         @app.get("/jwks")
         def jwks():
             provider.jwks_requests += 1
