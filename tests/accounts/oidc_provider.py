@@ -6,7 +6,8 @@ It serves discovery and a JWKS, signs ID tokens with a real RSA (RS256) or EC (E
 authorization request at once for the person named by `login_hint` (or `identity`), as a university's sign-in
 page would after the person typed their password. Tests steer it: `rotate_key()` publishes a new key and drops
 the old one, `claim_changes` alters (or, with None, removes) claims of the ID tokens it issues, `sign_with_unpublished_key`
-signs with a key its JWKS does not hold, `deny` answers `error=access_denied`.
+signs with a key its JWKS does not hold, `signing_algorithm` signs with another algorithm, `discovery_issuer` names
+another issuer in its discovery document, `deny` answers `error=access_denied`.
 """
 from __future__ import annotations
 
@@ -100,6 +101,8 @@ class TestProvider:
         self.keys = [self._new_key()]
         self.claim_changes: dict = {}
         self.sign_with_unpublished_key = False
+        self.signing_algorithm: str | None = None
+        self.discovery_issuer: str | None = None
         self.identity: Person | None = None
         self.deny = False
         self.token_requests = 0
@@ -129,6 +132,7 @@ class TestProvider:
 
     def reset(self) -> None:
         self.claim_changes, self.sign_with_unpublished_key, self.identity, self.deny = {}, False, None, False
+        self.signing_algorithm = self.discovery_issuer = None
 
     def start(self) -> "TestProvider":
         self.thread.start()
@@ -156,7 +160,11 @@ class TestProvider:
             else:
                 claims[name] = value
         key = self._new_key() if self.sign_with_unpublished_key else self.keys[0]
-        return jwt.encode({"alg": self.algorithm, "kid": key.kid}, claims, key, algorithms=[self.algorithm])
+        algorithm = self.signing_algorithm or self.algorithm
+        if algorithm != self.algorithm:  # the same key material, free of its published `alg`
+            key = type(key).import_key({name: value for name, value in key.as_dict(private=True).items()
+                                        if name != "alg"}, parameters={"kid": key.kid})
+        return jwt.encode({"alg": algorithm, "kid": key.kid}, claims, key, algorithms=[algorithm])
 
     # --- the Flask app -------------------------------------------------------------------------------------
 
@@ -202,7 +210,7 @@ class TestProvider:
         @app.get("/.well-known/openid-configuration")
         def discovery():
             return jsonify({
-                "issuer": provider.issuer, "authorization_endpoint": provider.issuer + "/authorize",
+                "issuer": provider.discovery_issuer or provider.issuer, "authorization_endpoint": provider.issuer + "/authorize",
                 "token_endpoint": provider.issuer + "/token", "jwks_uri": provider.issuer + "/jwks",
                 "response_types_supported": ["code"], "subject_types_supported": ["public"],
                 "id_token_signing_alg_values_supported": [provider.algorithm],

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-import pyotp  # noqa: F401 (the two-factor pages are reached below)
+import pyotp
 import pytest
 import requests
 from sqlalchemy import select
@@ -19,6 +19,7 @@ from tests.accounts.sso_fixtures import (  # noqa: F401 (fixtures)
     _provider_as_configured, provider, sso_audit_rows, sso_trust, start_provider, university, walk_sign_in,
 )
 from tests.portal.conftest import _fresh_login_counters, csrf_token, sign_in  # noqa: F401
+from tests.portal.test_two_factor import secret_on
 
 DOMAIN = "ur.ac.rw"
 
@@ -320,3 +321,53 @@ def test_signing_out_ends_the_session_opened_by_the_provider(app, client, factor
     assert not signed_in(copy)
     with app.app_context():
         assert db.session.scalars(select(StaffSession.ended_reason)).one() == "sign_out"
+
+
+def test_a_token_signed_with_an_algorithm_karibu_does_not_accept_is_refused(app, client, factory, provider,
+                                                                           sso_trust):
+    institution = university(app, factory, provider, DOMAIN)
+    factory.user(institution, email="amina@ur.ac.rw")
+    provider.signing_algorithm = "RS384"  # the provider's own published key, an algorithm outside RS256/ES256
+    walk = walk_sign_in(client, sso_trust, "amina@ur.ac.rw")
+    assert walk.response.status_code == 401 and not signed_in(client)
+    assert [row.target for row in sso_audit_rows(app)] == ["algorithm"]
+
+
+def test_a_discovery_document_naming_another_issuer_is_not_followed(app, client, factory, provider, sso_trust):
+    from core.accounts import sso as sso_module
+    institution = university(app, factory, provider, DOMAIN)
+    factory.user(institution, email="amina@ur.ac.rw")
+    provider.discovery_issuer = "https://impostor.example.org"
+    sso_module._forget_provider(provider.issuer)
+    refused = client.get("/login/sso", query_string={"email": "amina@ur.ac.rw"})
+    sso_module._forget_provider(provider.issuer)
+    assert refused.status_code == 503 and not signed_in(client)
+    assert [row.target for row in sso_audit_rows(app)] == ["provider_unavailable"]
+
+
+def test_an_answer_that_comes_back_too_late_signs_nobody_in(app, client, factory, provider, sso_trust, monkeypatch):
+    from core.accounts import sso as sso_module
+    institution = university(app, factory, provider, DOMAIN)
+    factory.user(institution, email="amina@ur.ac.rw")
+    start = client.get("/login/sso", query_string={"email": "amina@ur.ac.rw"})
+    answer = requests.get(start.headers["Location"], verify=sso_trust.bundle, allow_redirects=False, timeout=10)
+    callback = urlsplit(answer.headers["Location"])
+    later = time.time() + sso_module.SIGN_IN_SECONDS + 5
+    monkeypatch.setattr(sso_module.time, "time", lambda: later)
+    late = client.get(f"{callback.path}?{callback.query}")
+    assert late.status_code == 400 and "took too long" in late.get_data(as_text=True)
+    assert [row.target for row in sso_audit_rows(app)] == ["expired_sign_in"]
+
+
+def test_a_break_glass_admin_cannot_turn_two_factor_off(app, factory, provider, sso_trust):
+    institution = university(app, factory, provider, DOMAIN, require=True)
+    admin = factory.user(institution, email="it.office@karibu-ops.org", role="admin")
+    browser = app.test_client()
+    assert sign_in(browser, admin.email).headers["Location"] == "/login/two-factor/enrol"
+    secret = secret_on(browser.get("/login/two-factor/enrol"))
+    token = csrf_token(browser, "/login/two-factor/enrol")
+    enrolled = browser.post("/login/two-factor/enrol", data={"code": pyotp.TOTP(secret).now(), "csrf_token": token})
+    assert enrolled.status_code == 201 and signed_in(browser)
+    token = csrf_token(browser, "/account/two-factor")
+    refused = browser.post("/account/two-factor/disable", data={"proof": "correct-horse-1", "csrf_token": token})
+    assert refused.status_code == 409 and "break-glass" in refused.get_data(as_text=True)
