@@ -533,10 +533,11 @@ def _checked_id_token(config: SsoConfiguration, metadata: dict, token: dict, non
         raise SsoRefused("signature", answer % {"reason": "signature"}, status=401) from None
     except (JoseError, ValueError, TypeError):
         raise SsoRefused("signature", answer % {"reason": "malformed"}, status=401) from None
+    # The audience explicitly: Authlib's own checks would pass another audience with `azp` naming Karibu. The
+    # nonce is checked by CodeIDToken against the one sent (`params`), and must be there.
     options = {"iss": {"essential": True, "value": config.issuer},
                "aud": {"essential": True, "value": config.client_id},
-               "exp": {"essential": True}, "iat": {"essential": True},
-               "nonce": {"essential": True, "value": nonce}}
+               "exp": {"essential": True}, "iat": {"essential": True}}
     claims = CodeIDToken(decoded.claims, decoded.header, options,
                          {"nonce": nonce, "client_id": config.client_id, "access_token": token.get("access_token")})
     try:

@@ -95,3 +95,17 @@ def test_a_domain_belongs_to_one_institution(app, factory, provider, second_prov
                       client_secret="y", domains="mak.ac.ug, ur.ac.rw", require=False, create_users="none")
     with app.app_context():
         assert sso.configuration(InstitutionScope(makerere.id)).domains == ["cit.mak.ac.ug", "mak.ac.ug"]
+
+
+def test_an_account_of_the_same_email_at_another_institution_is_not_signed_in(app, factory, provider,
+                                                                              second_provider, sso_trust):
+    rwanda = university(app, factory, provider, "ur.ac.rw", name="University of Rwanda")
+    elsewhere = factory.institution("Kigali Institute of Health")
+    factory.user(elsewhere, email="amina@ur.ac.rw", role="admin")  # a password account at a third institution
+    factory.user(rwanda, email="registrar@ur.ac.rw", role="admin")
+    client = app.test_client()
+    walk = walk_sign_in(client, sso_trust, "amina@ur.ac.rw")
+    assert walk.response.status_code == 403 and "no account at University of Rwanda" in walk.response.get_data(
+        as_text=True)
+    assert client.get("/dashboard").status_code == 302
+    assert [(row.target, row.institution_id) for row in sso_audit_rows(app)] == [("no_account", rwanda.id)]

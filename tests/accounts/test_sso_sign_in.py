@@ -79,11 +79,16 @@ def test_the_provider_is_trusted_only_through_its_certificate_authority(app, cli
 NOW = int(time.time())
 BAD_TOKENS = {
     "audience": {"aud": "another-client"},
+    "audience_with_azp": {"aud": "another-client", "azp": "karibu-client"},
     "issuer": {"iss": "https://issuer.example.org"},
     "expired": {"exp": NOW - 3600, "iat": NOW - 7200},
     "nonce": {"nonce": "a-nonce-karibu-never-sent"},
+    "no_nonce": {"nonce": None},
     "email_unverified": {"email_verified": False},
 }
+
+
+EXPECTED_REASON = {"audience_with_azp": "audience", "no_nonce": "nonce"}
 
 
 @pytest.mark.parametrize("reason", list(BAD_TOKENS))
@@ -96,7 +101,7 @@ def test_an_id_token_that_fails_a_check_signs_nobody_in(app, client, factory, pr
     assert "You are not signed in" in walk.response.get_data(as_text=True)
     assert not signed_in(client)
     [row] = sso_audit_rows(app)
-    assert (row.target, row.institution_id) == (reason, institution.id)
+    assert (row.target, row.institution_id) == (EXPECTED_REASON.get(reason, reason), institution.id)
 
 
 def test_a_token_without_email_verified_signs_nobody_in(app, client, factory, provider, sso_trust):
