@@ -60,7 +60,8 @@ def test_a_staff_member_signs_in_with_the_university_account(app, client, factor
     [row] = sso_audit_rows(app, "auth.sso.signed_in")
     assert row.institution_id == institution.id and row.actor == "amina@ur.ac.rw"
     assert "amr=pwd,mfa" in row.detail and "acr=urn:test:mfa" in row.detail
-    assert "code=" not in row.path
+    returned_code = parse_qs(callback.query)["code"][0]
+    assert "code=" not in row.path and "code=[REDACTED]" in row.query and returned_code not in row.query
 
 
 def test_the_provider_is_trusted_only_through_its_certificate_authority(app, client, factory, provider, sso_trust):
