@@ -72,7 +72,6 @@ class SsoSettings:
     domains: list[str]
     require: bool
     create_users: str
-    updated_at: object
 
     def as_json(self) -> dict:
         return {"institution_id": self.institution_id, "issuer": self.issuer, "client_id": self.client_id,
@@ -131,8 +130,7 @@ def configuration(scope: InstitutionScope) -> SsoSettings | None:
     if found is None:
         return None
     return SsoSettings(institution_id=found.institution_id, issuer=found.issuer, client_id=found.client_id,
-                       domains=_domains(scope), require=found.require_sso, create_users=found.create_users,
-                       updated_at=found.updated_at)
+                       domains=_domains(scope), require=found.require_sso, create_users=found.create_users)
 
 
 def parse_domains(text: str) -> list[str]:
@@ -561,6 +559,10 @@ def _email_verified(claims: dict) -> bool:
 def _account_for(scope: InstitutionScope, config: SsoConfiguration, claims: dict) -> SsoSignIn:
     email = normalise_email(str(claims.get("email") or ""))
     name = institution_name(scope)
+    institution = scope.institution()
+    if institution is None or not institution.is_active:
+        raise SsoRefused("institution_inactive", _("%(institution)s no longer uses Karibu.", institution=name),
+                         institution=scope.institution_id, status=403)
     amr = [str(value) for value in claims.get("amr") or [] if isinstance(value, str)][:10]
     acr = str(claims.get("acr") or "")[:100]
     if not email or "@" not in email:

@@ -35,6 +35,11 @@ def _address() -> str:
     return "sso-addr:" + (request.remote_addr or "unknown")
 
 
+def _refused_response(response) -> bool:
+    """Only refusals count against the address: a university behind one address signs many people in."""
+    return response.status_code >= 400
+
+
 def _refused(refusal: sso.SsoRefused):
     """The refusal's page (its own status) and its `auth.sso.refused` audit row with the reason."""
     db.session.rollback()
@@ -46,7 +51,7 @@ def _refused(refusal: sso.SsoRefused):
 
 
 @bp.route("/login/sso", methods=["GET", "POST"])
-@limiter.limit(lambda: settings().PORTAL_LOGIN_ADDRESS_RATE_LIMIT, key_func=_address)
+@limiter.limit(lambda: settings().PORTAL_LOGIN_ADDRESS_RATE_LIMIT, key_func=_address, deduct_when=_refused_response)
 def sso_start():
     """Send the browser to the provider of the email's domain: a redirect for `GET ?email=`; for the sign-in
     page's form (POST) a page that forwards it, since the portal's CSP lets forms lead nowhere but here."""
@@ -66,7 +71,7 @@ def sso_start():
 
 
 @bp.get("/login/sso/callback")
-@limiter.limit(lambda: settings().PORTAL_LOGIN_ADDRESS_RATE_LIMIT, key_func=_address)
+@limiter.limit(lambda: settings().PORTAL_LOGIN_ADDRESS_RATE_LIMIT, key_func=_address, deduct_when=_refused_response)
 def sso_callback():
     """The provider's answer: sign in the account it vouches for, or a page saying why not."""
     pending = session.pop(PENDING_SSO_KEY, None)

@@ -377,3 +377,29 @@ def test_a_break_glass_admin_cannot_turn_two_factor_off(app, factory, provider, 
     token = csrf_token(browser, "/account/two-factor")
     refused = browser.post("/account/two-factor/disable", data={"proof": "correct-horse-1", "csrf_token": token})
     assert refused.status_code == 409 and "break-glass" in refused.get_data(as_text=True)
+
+
+def test_an_institution_switched_off_signs_nobody_in(app, client, factory, provider, sso_trust):
+    institution = university(app, factory, provider, DOMAIN)
+    factory.user(institution, email="amina@ur.ac.rw")
+    start = client.get("/login/sso", query_string={"email": "amina@ur.ac.rw"})
+    with app.app_context():
+        from core.models import Institution
+        db.session.get(Institution, institution.id).status = "suspended"
+        db.session.commit()
+    answer = requests.get(start.headers["Location"], verify=sso_trust.bundle, allow_redirects=False, timeout=10)
+    callback = urlsplit(answer.headers["Location"])
+    assert client.get(f"{callback.path}?{callback.query}").status_code == 403 and not signed_in(client)
+    assert [row.target for row in sso_audit_rows(app)] == ["institution_inactive"]
+
+
+def test_refusals_are_throttled_per_address_and_sign_ins_are_not(app, factory, provider, sso_trust, monkeypatch):
+    monkeypatch.setitem(app.config, "PORTAL_LOGIN_ADDRESS_RATE_LIMIT", "3/minute")
+    institution = university(app, factory, provider, DOMAIN)
+    factory.user(institution, email="amina@ur.ac.rw")
+    for _ in range(4):  # one address, many colleagues: successful sign-ins are not counted
+        assert walk_sign_in(app.test_client(), sso_trust, "amina@ur.ac.rw").response.status_code == 302
+    guesser = app.test_client()
+    answers = [guesser.get("/login/sso/callback", query_string={"state": f"guess-{n}", "code": "x"}).status_code
+               for n in range(4)]
+    assert answers == [400, 400, 400, 429]

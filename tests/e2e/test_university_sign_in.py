@@ -10,7 +10,7 @@ from tests.accounts.sso_fixtures import (  # noqa: F401 (fixtures)
     _provider_as_configured, provider, sso_audit_rows, sso_trust, university,
 )
 from tests.e2e.axe import assert_accessible
-from tests.e2e.conftest import screenshot
+from tests.e2e.conftest import screenshot, sign_in
 
 
 @pytest.fixture
@@ -71,3 +71,25 @@ def test_a_refusal_is_a_page_that_says_why(app, factory, provider, university_pa
     # The refusal page's own 403 is the browser's only complaint.
     assert page_errors == ["Failed to load resource: the server responded with a status of 403 (FORBIDDEN)"]
     page_errors.clear()
+
+
+def test_an_admin_sets_it_up_on_the_settings_page(app, factory, provider, page):
+    institution = factory.institution("University of Rwanda")
+    admin = factory.user(institution, email="registrar@karibu-ops.org", role="admin")
+    sign_in(page, admin.email)
+    page.goto("/users")
+    page.get_by_role("link", name="University sign-in settings").click()
+    page.wait_for_url("**/settings/sso")
+    page.get_by_label("Issuer").fill(provider.issuer)
+    page.get_by_label("Client ID").fill("karibu-client")
+    page.get_by_label("Client secret").fill(provider.client.client_secret)
+    page.get_by_label("Email domains").fill("ur.ac.rw")
+    page.get_by_label("Require the university account").check()
+    page.get_by_role("button", name="Save university sign-in").click()
+    page.wait_for_url("**/settings/sso")
+    expect(page.get_by_text("University sign-in is saved.")).to_be_visible()
+    expect(page.locator("main")).to_contain_text("registrar@karibu-ops.org")  # the break-glass admin
+    assert provider.client.client_secret not in page.content()
+    assert page.get_by_label("Client secret").input_value() == ""
+    assert_accessible(page, "/settings/sso")
+    screenshot(page, "university-sign-in-settings")
