@@ -132,6 +132,9 @@ class Settings(BaseModel):
     # Session cookie: set SESSION_COOKIE_SECURE=true behind TLS.
     SESSION_COOKIE_SECURE: bool = False
     SESSION_COOKIE_SAMESITE: str = "Lax"
+    # Staff sign-in with the university's account (OpenID Connect, core/accounts/sso.py): a PEM file used
+    # instead of the system trust store to verify the providers' certificates ("" = system store).
+    SSO_CA_BUNDLE: str = ""
     # Event sources: public pages and payment callbacks
     # Shared secret of the M-Pesa aggregator: HMAC-SHA256 of the raw callback body ("" = M-Pesa refused).
     MPESA_CALLBACK_SECRET: str = ""

@@ -18,7 +18,7 @@ from core.models import AuditLog, utcnow
 
 logger = logging.getLogger("karibu.audit")
 REDACTED = "[REDACTED]"
-_SENSITIVE_NAME = re.compile(r"(key|token|secret|password|passwd|signature|auth|session|national_id|cursor)",
+_SENSITIVE_NAME = re.compile(r"(key|token|secret|password|passwd|signature|auth|session|national_id|cursor|code)",
                              re.IGNORECASE)
 # Path parameters are named by us: `token`, `reset_token`, `api_key` are secrets, `key_id` is not.
 _SENSITIVE_PATH_PARAMETER = re.compile(r"(^|_)(key|token|secret|password|signature|session|national_id|cursor)$",

@@ -9,11 +9,15 @@ from dataclasses import dataclass, field
 from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.orm import InstrumentedAttribute
 
+from core.accounts.sso import SECRET_LABEL as SSO_SECRET_LABEL
 from core.accounts.two_factor import TWO_FACTOR_LABEL
 from core.db import db
+from core.institutions.sender_domains import KEY_LABEL as DKIM_KEY_LABEL
 from core.messages.private_links import PRIVATE_LINK_LABEL
 from core.models import TwoFactorCredential
 from core.models.messages import Message
+from core.models.sender_domains import SenderDomain
+from core.models.sso import SsoConfiguration
 from core.models.webhooks import WebhookEndpoint
 from core.secret_key import current_key_fernet, derived_fernet, key_ring
 from core.webhooks.signing import WEBHOOK_SECRET_LABEL
@@ -39,6 +43,10 @@ ENCRYPTED_COLUMNS = [
     EncryptedColumn("two_factor_credentials.secret_ciphertext", TwoFactorCredential.user_id,
                     TwoFactorCredential.secret_ciphertext, TWO_FACTOR_LABEL),
     EncryptedColumn("messages.private_link", Message.id, Message.private_link, PRIVATE_LINK_LABEL),
+    EncryptedColumn("sender_domains.dkim_private_key_ciphertext", SenderDomain.id,
+                    SenderDomain.dkim_private_key_ciphertext, DKIM_KEY_LABEL),
+    EncryptedColumn("sso_configurations.client_secret_ciphertext", SsoConfiguration.institution_id,
+                    SsoConfiguration.client_secret_ciphertext, SSO_SECRET_LABEL),
 ]
 
 

@@ -33,9 +33,7 @@ from core.secret_key import decrypted_or_none, derived_fernet
 
 log = logging.getLogger(__name__)
 
-# The encrypted column and its key-derivation label (for a registry of encrypted columns: re-encryption under a
-# new SECRET_KEY decrypts and encrypts this column with this label).
-ENCRYPTED_COLUMN = ("sender_domains", "dkim_private_key_ciphertext")
+# The key-derivation label of `sender_domains.dkim_private_key_ciphertext` (registered in core/encryption/columns.py).
 KEY_LABEL = b"karibu sender-domain DKIM private keys v1"
 OWNERSHIP_PREFIX = "_karibu"  # the ownership record is TXT `_karibu.<domain>`
 OWNERSHIP_VALUE = "karibu-domain-verification={token}"

@@ -28,3 +28,5 @@ from core.models.history import ApplicationChange  # noqa: F401
 from core.models.applicant_list import BulkChange, SavedView  # noqa: F401
 # Institutions' sending domains (proven in DNS, own DKIM keys)
 from core.models.sender_domains import SenderDomain  # noqa: F401
+# Staff sign-in through an institution's OpenID Connect provider
+from core.models.sso import SsoConfiguration, SsoDomain, SsoSpentState  # noqa: F401

@@ -1,3 +1,3 @@
-"""Staff accounts: sign-in and its pending second step, two-factor, one's own account and sessions, users."""
+"""Staff accounts: sign-in (password, or the university's account) and its pending second step, two-factor, one's own account and sessions, users."""
 # The views register on `portal.bp`.
-from portal.accounts import account, sign_in, two_factor, users  # noqa: F401
+from portal.accounts import account, sign_in, sso, two_factor, users  # noqa: F401

@@ -69,3 +69,18 @@ class TwoFactorDisableForm(FlaskForm):
 
 class AdminTwoFactorForm(FlaskForm):
     required = BooleanField(_l("Require two-factor sign-in for admins"))
+
+
+class SsoSettingsForm(FlaskForm):
+    """An admin's university sign-in (OpenID Connect) settings; checked by core.accounts.sso.configure."""
+    issuer = StringField(_l("Issuer"), filters=[strip], validators=[
+        DataRequired(_l("Enter the provider's issuer address.")), Length(max=500)])
+    client_id = StringField(_l("Client ID"), filters=[strip], validators=[
+        DataRequired(_l("Enter the client ID.")), Length(max=255)])
+    client_secret = PasswordField(_l("Client secret"), validators=[Length(max=1000)])
+    domains = StringField(_l("Email domains"), filters=[strip], validators=[
+        DataRequired(_l("Enter at least one email domain.")), Length(max=2000)])
+    require = BooleanField(_l("Require the university account: refuse password sign-in on these domains"))
+    create_users = SelectField(_l("People without an account"), choices=[
+        ("none", _l("Refused: an admin invites them first")),
+        ("staff", _l("Let in as staff on their first sign-in (never as admin)"))], default="none")

@@ -10,7 +10,7 @@ from flask_babel import get_locale
 from flask_babel import gettext as _
 from flask_login import current_user, login_user, logout_user
 
-from core.accounts import two_factor
+from core.accounts import sso, two_factor
 from core.accounts.links import (
     LinkNotValid, accept_invitation, open_invitation, open_reset, request_password_reset, reset_password,
 )
@@ -97,8 +97,9 @@ def renew_session_record(user: User) -> None:
 
 def _password_accepted(user: User, next_url: str | None):
     """The password (and, with several accounts, the institution) is right: ask for the second factor when the
-    account has one (or must enrol one first), else finish signing in."""
-    if two_factor.needs_second_step(user):
+    account has one (or must enrol one first: also a break-glass admin of an institution that requires its
+    university account), else finish signing in."""
+    if two_factor.needs_second_step(user) or sso.is_break_glass(user):
         enrol = not two_factor.is_enrolled(user)
         start_pending_sign_in(user, next_url, enrol=enrol)
         audit("login.two_factor_enrolment_due" if enrol else "login.two_factor_due", user.id, user=user)
@@ -122,7 +123,15 @@ def login():
     if not form.validate_on_submit():
         return render_page("auth/login.html", form=form, next_url=next_url,
                            status=422 if request.method == "POST" else 200)
-    accounts = check_credentials(form.email.data, form.password.data)
+    accounts = [user for user in check_credentials(form.email.data, form.password.data)
+                if not sso.password_sign_in_refused(user)]
+    requiring = sso.institution_requiring_sso(form.email.data) if not accounts else None
+    if requiring:
+        # 401 like a wrong password (the throttle counts it), whether or not the password was right.
+        audit("login.sso_required", typed_email_for_audit(form.email.data))
+        form.form_errors.append(_("%(institution)s signs its staff in with their university account: use “Sign in "
+                                  "with your university account” below.", institution=requiring))
+        return render_page("auth/login.html", form=form, next_url=next_url, status=401)
     if not accounts:
         audit("login.failed", typed_email_for_audit(form.email.data))
         form.form_errors.append(_("That email and password do not match an active account."))

@@ -6,11 +6,12 @@ from flask import flash, g, redirect, request, session, url_for
 from flask_babel import gettext
 from flask_login import current_user
 
-from core.accounts import two_factor
+from core.accounts import sso, two_factor
 from core.config import settings
 from core.scoping import InstitutionScope
 from portal import bp
 from portal.accounts.sign_in import complete_sign_in, renew_session_record
+from portal.accounts.sso import signed_in_with_provider
 from portal.accounts.forms import AdminTwoFactorForm, TwoFactorCodeForm, TwoFactorDisableForm
 from portal.forms import ActionForm, submitted
 from portal.limiter import limiter
@@ -63,8 +64,10 @@ def _throttle(view):
 @bp.before_request
 def _enrolment_first():
     """An admin whose institution requires two-factor sign-in, signed in before it did, enrols before anything
-    else (checked on each request: one primary-key read, and a second only for such admins)."""
-    if not current_user.is_authenticated or request.endpoint in _OPEN_WHILE_ENROLMENT_IS_DUE:
+    else (checked on each request: one primary-key read, and a second only for such admins). A session opened by
+    the university's provider is exempt: the provider answers for the second factor."""
+    if (not current_user.is_authenticated or request.endpoint in _OPEN_WHILE_ENROLMENT_IS_DUE
+            or signed_in_with_provider()):
         return None
     if not two_factor.must_enrol(current_user):
         return None
@@ -208,6 +211,10 @@ def two_factor_disable():
     form = TwoFactorDisableForm()
     if not form.validate_on_submit():
         return render_page("account/two_factor.html", disable_form=form, status=422)
+    if sso.is_break_glass(current_user):
+        return render_page("account/two_factor.html", disable_form=form, status=409, disable_error=gettext(
+            "Your institution signs its staff in with their university account, and yours is a break-glass admin "
+            "account: it keeps two-factor sign-in."))
     if not two_factor.disable(current_user, form.proof.data):
         g.wrong_second_factor = True
         audit("two_factor.failed", current_user.id)

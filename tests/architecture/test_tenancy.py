@@ -48,6 +48,7 @@ from core.models.counts import ApplicationCount, ApplicationDayCount
 from core.models.history import ApplicationChange
 from core.models.messages import Message
 from core.models.sender_domains import SenderDomain
+from core.models.sso import SsoConfiguration, SsoDomain
 from core.models.webhooks import WebhookDelivery, WebhookEndpoint
 from core.scoping import InstitutionScope
 from core.verification import billing
@@ -598,6 +599,46 @@ def listing_count_by_cycle(scope, own, target):
 @probe(Applicant)
 def listing_count_search(scope, own, target):
     return count_applications(scope, {"q": target.last_name}) == 1
+
+
+# University sign-in (core/accounts/sso.py): the target's provider is set up by the probe itself.
+def _university_sign_in_of(target) -> None:
+    from core.accounts import sso
+    owner = InstitutionScope(target.institution_id)
+    if sso.configuration(owner) is None:
+        sso.configure(owner, issuer="https://login.example.org", client_id=f"client-{target.tag}",
+                      client_secret="secret", domains=f"{target.tag}.ac.rw", require=False, create_users="none")
+
+
+@probe(SsoConfiguration, SsoDomain)
+def sso_configuration(scope, own, target):
+    from core.accounts import sso
+    _university_sign_in_of(target)
+    found = sso.configuration(scope)
+    return found is not None and found.client_id == f"client-{target.tag}" and found.domains == [
+        f"{target.tag}.ac.rw"]
+
+
+@probe(SsoConfiguration, SsoDomain)
+def sso_remove(scope, own, target):
+    from core.accounts import sso
+    _university_sign_in_of(target)
+    sso.remove(scope)
+    return sso.configuration(InstitutionScope(target.institution_id)) is None
+
+
+@probe(SsoDomain)
+def sso_configure_a_domain(scope, own, target):
+    from core.accounts import sso
+    from core.errors import Conflict
+    _university_sign_in_of(target)
+    try:
+        sso.configure(scope, issuer="https://login.example.org", client_id=f"client-{target.tag}",
+                      client_secret="secret", domains=f"{target.tag}.ac.rw", require=False, create_users="none")
+    except Conflict:
+        db.session.rollback()
+        return False
+    return True
 
 
 def tenant_owned_models() -> set[type]:
