@@ -64,6 +64,9 @@ REDIS_URL = worker_redis_url(os.environ.get("KARIBU_TEST_REDIS_URL", "redis://12
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "long_running: minutes of waiting on an outage or a clock; such files are scheduled first")
+    config.addinivalue_line(
+        "markers", "latency_bound: asserts how long deliveries wait; scripts/test.sh runs these alone, after the "
+                   "parallel runs, so a bound is not measured on a machine our own suite overcommits")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -16,7 +16,7 @@ from tests.jobs.worker_processes import end, start_worker, wait_for
 from tests.webhooks.test_webhook_engine import configure, emit
 from tests.webhooks.webhook_receiver import Receiver
 
-pytestmark = [pytest.mark.long_running,
+pytestmark = [pytest.mark.long_running, pytest.mark.latency_bound,
               pytest.mark.skipif(TEST_DB != "postgres", reason="real worker processes on PostgreSQL")]
 
 RUN_SECONDS = 45  # longer than two drain budgets (20 s)

@@ -23,8 +23,7 @@ from tests.ops.processes import Processes, app_environment
 from tests.webhooks.test_webhook_engine import configure, emit
 from tests.webhooks.webhook_receiver import Receiver
 
-# Minutes of waiting on an outage or a clock: scheduled first, so parallel test workers finish together.
-pytestmark = pytest.mark.long_running
+pytestmark = [pytest.mark.long_running, pytest.mark.latency_bound]
 
 RUN_SECONDS = 60
 EVENTS_PER_SECOND = 5  # below what one endpoint may take from a worker with a 1 s receiver (8 at once)

@@ -17,8 +17,7 @@ from core.webhooks.delivery import drain_due_deliveries
 from tests.webhooks.test_webhook_engine import configure, deliveries, emit
 from tests.webhooks.webhook_receiver import Receiver
 
-# Minutes of waiting on an outage or a clock: scheduled first, so parallel test workers finish together.
-pytestmark = pytest.mark.long_running
+pytestmark = [pytest.mark.long_running, pytest.mark.latency_bound]
 
 SLOW_SECONDS = 10.0
 # Far below SLOW_SECONDS, far above what the fast deliveries need even on a busy two-core machine.

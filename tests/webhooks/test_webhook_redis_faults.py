@@ -237,6 +237,7 @@ def resumed_after(engine, institution, receiver, written_before_the_fault: set) 
     return resumed, time.monotonic() - returned
 
 
+@pytest.mark.latency_bound
 def test_redis_stopped_for_a_minute_under_traffic_loses_nothing_and_resumes_within_seconds(
         engine, receiver, own_redis, campaign):
     _, traffic_of, institution = campaign
@@ -258,6 +259,7 @@ def test_redis_stopped_for_a_minute_under_traffic_loses_nothing_and_resumes_with
     assert resumed <= RESUME_BOUND_SECONDS
 
 
+@pytest.mark.latency_bound
 def test_redis_frozen_for_20_s_under_traffic_costs_one_timeout_and_resumes_within_seconds(
         engine, receiver, own_redis, campaign):
     _, traffic_of, institution = campaign
