@@ -61,7 +61,7 @@ def edge(database_url, tmp_path, factory):
         try:
             requests.get(base + "/healthz", verify=str(tmp_path / "ca.pem"), timeout=1)
             break
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):  # not listening yet, or slow to answer on a busy machine
             time.sleep(0.05)
     _, raw_key = factory.api_key(factory.institution())
     yield {"base": base, "direct": f"http://127.0.0.1:{server.server_port}", "ca": str(tmp_path / "ca.pem"),
