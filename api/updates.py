@@ -4,12 +4,14 @@ from flask import g, jsonify
 
 from api import bp
 from api.bodies import json_object
+from api.idempotency import idempotent
 from core.applications import state_updates
 from core.applications.history import Actor
 from core.config import settings
 
 
 @bp.patch("/applications/update")
+@idempotent
 def update_applications():
     parsed = state_updates.parse_updates(json_object())
     outcome = state_updates.apply_updates(

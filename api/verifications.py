@@ -1,26 +1,33 @@
 """Routes of the verifications area, registered on `api.bp`."""
 from __future__ import annotations
 
-from flask import g, jsonify, request
+import json
+
+from flask import g, jsonify
 
 from api import bp
 from api.auth import trial_allowed
 from api.bodies import json_object
-from core.verification import list_issuers, verify
-from core.verification.idempotency import HEADER as IDEMPOTENCY_HEADER
+from api.errors import handle_api_exception
+from api.idempotency import idempotent
+from core.idempotency.keys import StoredAnswer
+from core.verification import RecordNotFound, list_issuers, replayed_answer, verify
 
-REPLAYED_HEADER = "Idempotent-Replayed"
+
+def _replayed(stored: StoredAnswer):
+    """A stored verification answer, shaped as first sent but with nothing billed for the repeat."""
+    body = replayed_answer(json.loads(stored.body))
+    if stored.status_code == 404:
+        return handle_api_exception(RecordNotFound(body))
+    return jsonify(body)
 
 
 @bp.post("/verifications")
 @trial_allowed
+@idempotent(replay=_replayed)
 def create_verification():
     """Verify an examination record against its registry (demo records with the trial key)."""
-    result = verify(g.principal, json_object(), request.headers.get(IDEMPOTENCY_HEADER))
-    response = jsonify(result.body)
-    if result.replayed:
-        response.headers[REPLAYED_HEADER] = "true"
-    return response
+    return jsonify(verify(g.principal, json_object()).body)
 
 
 @bp.get("/verifications/issuers")

@@ -9,7 +9,7 @@ from core.models.documents import Document  # noqa: F401
 from core.models.events import Event  # noqa: F401
 from core.models.identity import ApiKey, Institution, User  # noqa: F401
 # Record verification
-from core.models.verification import VerificationCharge, VerificationIdempotency  # noqa: F401
+from core.models.verification import VerificationCharge  # noqa: F401
 # Webhooks
 from core.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookEndpoint  # noqa: F401
 # Staff portal
@@ -30,3 +30,5 @@ from core.models.applicant_list import BulkChange, SavedView  # noqa: F401
 from core.models.sender_domains import SenderDomain  # noqa: F401
 # Staff sign-in through an institution's OpenID Connect provider
 from core.models.sso import SsoConfiguration, SsoDomain, SsoSpentState  # noqa: F401
+# Stored answers of writes sent with an Idempotency-Key
+from core.models.idempotency import IdempotencyKey  # noqa: F401

@@ -1,10 +1,10 @@
-"""Record verification: the billing ledger and stored answers for `Idempotency-Key` replays."""
+"""Record verification: the billing ledger."""
 from __future__ import annotations
 
 from datetime import datetime
 from decimal import Decimal
 
-from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, Numeric, String, UniqueConstraint
+from sqlalchemy import DateTime, ForeignKey, Index, Numeric, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from core.models.base import Base, new_id, utcnow
@@ -31,26 +31,3 @@ class VerificationCharge(Base):
     identifiers_hash: Mapped[str] = mapped_column(String(64))
     period: Mapped[str] = mapped_column(String(7))
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
-
-
-class VerificationIdempotency(Base):
-    """The stored answer to a request sent with an `Idempotency-Key` (per `scope`), replayed for 24 hours.
-
-    A row without `status_code` is in flight, locked until `locked_until`, after which a retry may take it over.
-    """
-
-    __tablename__ = "verification_idempotency"
-    __table_args__ = (
-        UniqueConstraint("scope", "idempotency_key", name="uq_verification_idempotency_scope_key"),
-        Index("ix_verification_idempotency_scope_expires", "scope", "expires_at"),
-    )
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    scope: Mapped[str] = mapped_column(String(32))
-    idempotency_key: Mapped[str] = mapped_column(String(255))
-    request_hash: Mapped[str] = mapped_column(String(64))
-    status_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    response_body: Mapped[dict | None] = mapped_column(JSON, nullable=True)
-    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
-    locked_until: Mapped[datetime] = mapped_column(DateTime)
-    expires_at: Mapped[datetime] = mapped_column(DateTime)

@@ -9,7 +9,7 @@ from sqlalchemy import delete, exists, func, select
 
 from core.config import Settings, settings
 from core.db import db
-from core.models import AuditLog, Event
+from core.models import AuditLog, Event, IdempotencyKey
 from core.models.messages import SENDABLE_MESSAGE_STATUSES, Message
 from core.models.webhooks import SENDABLE_STATUSES, WebhookAttempt, WebhookDelivery
 from core.webhooks.runtime import runtime
@@ -41,6 +41,8 @@ RULES: list[RetentionRule] = [
     # Messages still to send stay whatever their age.
     RetentionRule("messages", Message, Message.created_at, lambda s: s.RETENTION_MESSAGES_DAYS,
                   conditions=lambda: (Message.status.not_in(SENDABLE_MESSAGE_STATUSES),)),
+    # Stored answers of writes sent with an Idempotency-Key are replayed for 24 hours (core/idempotency/keys.py).
+    RetentionRule("idempotency_keys", IdempotencyKey, IdempotencyKey.created_at, lambda s: 1),
 ]
 
 

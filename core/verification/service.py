@@ -3,17 +3,17 @@ InvalidInput; live principals are billed, the trial key never.
 """
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
-from datetime import timedelta
 from decimal import Decimal
 
 from core.config import settings
 from core.errors import NotFound, ServiceUnavailable
 from core.db import db
+from core.idempotency import keys as idempotency_keys
 from core.metrics import REGISTRY_LATENCY, VERIFICATION_LOOKUPS
 from core.scoping import InstitutionScope
-from core.verification import idempotency
 from core.verification.adapters import ADAPTERS, RegistryAdapter, RegistryAnswer, RegistryUnavailable
 from core.verification.billing import add_charge, agreement_price, identifiers_hash
 from core.verification.demo import demo_requests, find_demo_record
@@ -30,11 +30,10 @@ TRIAL_SCOPE = "trial"
 class RecordNotFound(NotFound):
     """404 with the verification not-found shape (docs/contract.md): `message`, `issuer` and `billing` next to `code` and `error`."""
 
-    def __init__(self, body: dict, replayed: bool = False):
+    def __init__(self, body: dict):
         super().__init__(body["error"])
         # Set directly: `message` is a field of this body but also KaribuError's own argument name.
         self.extra = {name: value for name, value in body.items() if name not in ("code", "error")}
-        self.replayed = replayed
 
 
 class RegistryUnavailableError(ServiceUnavailable):
@@ -49,7 +48,6 @@ class RegistryUnavailableError(ServiceUnavailable):
 @dataclass(frozen=True)
 class VerificationResult:
     body: dict
-    replayed: bool = False
 
 
 def list_issuers(include_demo: bool = False) -> list[dict]:
@@ -67,40 +65,25 @@ def current_settings() -> VerificationSettings:
     return VerificationSettings.from_settings(settings(), REGISTRIES)
 
 
-def verify(principal, body: object, idempotency_key: str | None = None,
-           settings: VerificationSettings | None = None) -> VerificationResult:
+def verify(principal, body: object, settings: VerificationSettings | None = None) -> VerificationResult:
+    """Look the record up (live principals are billed); with an `Idempotency-Key` claimed for this request, its
+    answer is stored in the transaction of the charge, so the two are kept or lost together."""
     settings = settings or current_settings()
-    key = idempotency.check_key(idempotency_key)
     registry, identifiers = validate_request(body)
-    claimed = None
-    if key is not None:
-        scope = TRIAL_SCOPE if principal.is_trial else principal.institution_id
-        endpoint = settings.endpoints[registry.code]
-        lock_for = timedelta(seconds=endpoint.connect_timeout + endpoint.read_timeout + 5)
-        request = {"issuer": registry.code, **identifiers}
-        outcome = idempotency.claim(scope, key, idempotency.request_fingerprint(settings.hash_key, request), lock_for,
-                                    earlier_fingerprints=tuple(idempotency.request_fingerprint(fallback, request)
-                                                               for fallback in settings.fallback_hash_keys))
-        if isinstance(outcome, idempotency.StoredAnswer):
-            return _replay(outcome)
-        claimed = outcome
     if principal.is_trial:
         status, response = _trial_answer(registry, identifiers, settings)
     else:
-        status, response = _live_answer(principal, registry, identifiers, settings, claimed)
-    if claimed is not None:
-        idempotency.store_answer(claimed, status, response)
+        status, response = _live_answer(principal, registry, identifiers, settings)
+    idempotency_keys.store_answer(status, "application/json", json.dumps(response).encode())
     db.session.commit()
     if status == 404:
         raise RecordNotFound(response)
     return VerificationResult(response)
 
 
-def _replay(stored: idempotency.StoredAnswer) -> VerificationResult:
-    body = {**stored.body, "billing": {**stored.body["billing"], "charged": False, "amount": 0}}
-    if stored.status_code == 404:
-        raise RecordNotFound(body, replayed=True)
-    return VerificationResult(body, replayed=True)
+def replayed_answer(body: dict) -> dict:
+    """A stored verification answer as replayed: nothing is billed for the repeated request."""
+    return {**body, "billing": {**body["billing"], "charged": False, "amount": 0}}
 
 
 def _trial_answer(registry: Registry, identifiers: dict[str, str],
@@ -113,16 +96,14 @@ def _trial_answer(registry: Registry, identifiers: dict[str, str],
     return 200, _success_body(registry, RegistryAnswer(record.result, record), billing)
 
 
-def _live_answer(principal, registry: Registry, identifiers: dict[str, str], settings: VerificationSettings,
-                 claimed) -> tuple[int, dict]:
+def _live_answer(principal, registry: Registry, identifiers: dict[str, str],
+                 settings: VerificationSettings) -> tuple[int, dict]:
     started = time.perf_counter()
     try:
         answer = adapter_for(registry.code, settings).lookup(identifiers)
     except RegistryUnavailable:
         REGISTRY_LATENCY.labels(registry.code).observe(time.perf_counter() - started)
         VERIFICATION_LOOKUPS.labels(registry.code, "live", "unavailable").inc()
-        if claimed is not None:
-            idempotency.release(claimed)
         raise RegistryUnavailableError(registry, _billing(
             charged=False, amount=Decimal(0), currency=_currency_of(principal, settings))) from None
     REGISTRY_LATENCY.labels(registry.code).observe(time.perf_counter() - started)
@@ -132,7 +113,7 @@ def _live_answer(principal, registry: Registry, identifiers: dict[str, str], set
                        outcome=answer.outcome, default_price=settings.default_price,
                        default_currency=settings.default_currency,
                        identifiers_digest=identifiers_hash(settings.hash_key, registry.code, identifiers),
-                       commit_now=claimed is None)
+                       commit_now=idempotency_keys.CURRENT_CLAIM.get() is None)
     billing = _billing(charged=True, amount=price.amount, currency=price.currency)
     if answer.outcome == OUTCOME_NOT_FOUND:
         return 404, _not_found_body(registry, billing)
