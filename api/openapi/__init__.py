@@ -9,6 +9,7 @@ from pathlib import Path
 HERE = Path(__file__).parent
 FRAGMENTS = ("applications", "cycles", "updates", "zip", "verifications", "events")
 HTTP_METHODS = frozenset({"get", "put", "post", "patch", "delete"})
+WRITE_METHODS = frozenset({"put", "post", "patch", "delete"})
 
 
 def _merge(target: dict, source: dict, where: str) -> None:
@@ -34,7 +35,22 @@ def _document() -> dict:
             # Any operation may meet a database outage; one that documents its own 503 keeps it.
             responses = operations[method]["responses"]
             responses.setdefault("503", {"$ref": "#/components/responses/DatabaseUnavailable"})
+        for method in WRITE_METHODS.intersection(operations):
+            _describe_idempotency(operations[method])
     return document
+
+
+def _describe_idempotency(operation: dict) -> None:
+    """Every write takes `Idempotency-Key` (api/idempotency.py): its header, its 409 and 422, and the replay
+    header on its successful answers, added here so a new write cannot miss them."""
+    operation["parameters"] = [{"$ref": "#/components/parameters/IdempotencyKey"}, *operation.get("parameters", [])]
+    responses = operation["responses"]
+    responses.setdefault("409", {"$ref": "#/components/responses/IdempotencyKeyInUse"})
+    responses.setdefault("422", {"$ref": "#/components/responses/IdempotencyKeyReused"})
+    for status, response in responses.items():
+        if status.startswith("2") and "$ref" not in response:
+            response.setdefault("headers", {})["Idempotent-Replayed"] = {
+                "$ref": "#/components/headers/Idempotent-Replayed"}
 
 
 def openapi_document(server_url: str | None = None) -> dict:
