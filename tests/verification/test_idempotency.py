@@ -1,4 +1,4 @@
-"""Idempotency-Key: 24 h replay without a second charge, conflicts, scoping, expiry, failed lookups."""
+"""Idempotency-Key on verifications: 24 h replay without a second charge, conflicts, scoping, expiry, failed lookups."""
 from __future__ import annotations
 
 import threading
@@ -7,10 +7,8 @@ from datetime import timedelta
 from sqlalchemy import func, select, update
 
 from core.db import db
-from core.models import VerificationCharge, VerificationIdempotency, utcnow
-from core.verification import idempotency
-from core.verification.idempotency import request_fingerprint
-from core.verification.service import current_settings
+from core.idempotency import keys
+from core.models import IdempotencyKey, VerificationCharge, utcnow
 from devtools.simulated_records import SIMULATED_RECORDS
 from tests.conftest import auth_header
 from tests.openapi_check import assert_conforms
@@ -56,18 +54,19 @@ def test_not_found_answers_are_replayed_too(app, client, live_registries, billed
     assert ledger_size(app) == 1
 
 
-def test_same_key_with_a_different_body_is_400(app, client, live_registries, billed_institution):
+def test_same_key_with_a_different_body_is_422(app, client, live_registries, billed_institution):
     _, raw_key = billed_institution
     send(client, raw_key, RECORD.request, "order-2")
     response = send(client, raw_key, MISSING, "order-2")
-    assert response.status_code == 400
+    assert response.status_code == 422
     assert_conforms(response)
-    assert response.json["error"].startswith("This Idempotency-Key was already used with a different request body")
+    assert response.json["reason"] == "idempotency_key_reused"
+    assert response.json["error"].startswith("This Idempotency-Key was already used with a different request")
     assert [(p["location"], p["name"]) for p in response.json["errors"]] == [("header", "Idempotency-Key")]
     assert ledger_size(app) == 1
 
 
-def test_keys_are_scoped_to_the_institution(app, client, factory, live_registries, billed_institution):
+def test_keys_are_scoped_to_the_credential(app, client, factory, live_registries, billed_institution):
     _, raw_key = billed_institution
     other = factory.institution()
     _, other_key = factory.api_key(other)
@@ -78,13 +77,15 @@ def test_keys_are_scoped_to_the_institution(app, client, factory, live_registrie
     assert ledger_size(app) == 2
 
 
-def test_keys_are_shared_by_the_institution_s_keys(app, client, factory, live_registries, billed_institution):
+def test_another_key_of_the_institution_runs_independently(app, client, factory, live_registries,
+                                                            billed_institution):
     institution, raw_key = billed_institution
     _, second_key = factory.api_key(institution, name="second")
     send(client, raw_key, RECORD.request, "batch-7")
-    replay = send(client, second_key, RECORD.request, "batch-7")
-    assert replay.headers["Idempotent-Replayed"] == "true"
-    assert ledger_size(app) == 1
+    other = send(client, second_key, RECORD.request, "batch-7")
+    assert "Idempotent-Replayed" not in other.headers
+    assert other.json["billing"]["charged"] is True
+    assert ledger_size(app) == 2
 
 
 def test_a_failed_lookup_releases_the_key_for_a_retry(app, client, live_registries, billed_institution):
@@ -107,28 +108,28 @@ def test_with_a_key_the_charge_is_kept_only_with_the_stored_answer(app, client, 
     def storage_fails(*args, **kwargs):
         raise RuntimeError("the answer could not be stored")
 
-    monkeypatch.setattr(idempotency, "store_answer", storage_fails)
-    assert send(client, raw_key, RECORD.request, "order-lost").status_code == 500
+    with monkeypatch.context() as failing:
+        failing.setattr(keys, "store_answer", storage_fails)
+        assert send(client, raw_key, RECORD.request, "order-lost").status_code == 500
     assert ledger_size(app) == 0
     assert post_json(client, "/api/v1/verifications", RECORD.request, auth_header(raw_key)).status_code == 200
     assert ledger_size(app) == 1
 
 
-def test_a_key_in_flight_gives_409(app, client, live_registries, billed_institution):
-    institution, raw_key = billed_institution
-    with app.app_context():
-        now = utcnow()
-        fingerprint = request_fingerprint(current_settings().hash_key, RECORD.request)
-        db.session.add(VerificationIdempotency(
-            scope=institution.id, idempotency_key="in-flight", request_hash=fingerprint, created_at=now,
-            locked_until=now + timedelta(seconds=30), expires_at=now + timedelta(hours=24)))
-        db.session.commit()
+def test_a_key_in_flight_gives_409(app, client, live_registries, billed_institution, monkeypatch):
+    _, raw_key = billed_institution
+    live_registries.behave("error", registry="UNEB")
+    with monkeypatch.context() as dying:  # a first attempt claims the key, then its worker dies before answering
+        dying.setattr(keys, "release", lambda claimed: db.session.rollback())
+        assert send(client, raw_key, RECORD.request, "in-flight").status_code == 503
+    live_registries.behave("normal")
     response = send(client, raw_key, RECORD.request, "in-flight")
     assert response.status_code == 409
+    assert response.json["reason"] == "idempotency_key_in_use"
     assert_conforms(response)
     assert ledger_size(app) == 0
     with app.app_context():  # the first attempt died: once its lock lapses the key can be taken over
-        db.session.execute(update(VerificationIdempotency).values(locked_until=utcnow() - timedelta(seconds=1)))
+        db.session.execute(update(IdempotencyKey).values(locked_until=utcnow() - timedelta(seconds=1)))
         db.session.commit()
     assert send(client, raw_key, RECORD.request, "in-flight").status_code == 200
     assert ledger_size(app) == 1
@@ -138,14 +139,14 @@ def test_answers_expire_after_24_hours(app, client, live_registries, billed_inst
     _, raw_key = billed_institution
     send(client, raw_key, RECORD.request, "yesterday")
     with app.app_context():
-        db.session.execute(update(VerificationIdempotency).values(expires_at=utcnow() - timedelta(seconds=1)))
+        db.session.execute(update(IdempotencyKey).values(expires_at=utcnow() - timedelta(seconds=1)))
         db.session.commit()
     again = send(client, raw_key, MISSING, "yesterday")
     assert again.status_code == 404
     assert again.json["billing"]["charged"] is True
     assert ledger_size(app) == 2
     with app.app_context():
-        assert db.session.scalar(select(func.count()).select_from(VerificationIdempotency)) == 1
+        assert db.session.scalar(select(func.count()).select_from(IdempotencyKey)) == 1
 
 
 def test_trial_requests_honour_the_key_without_billing(app, client):
@@ -154,7 +155,7 @@ def test_trial_requests_honour_the_key_without_billing(app, client):
     replay = send(client, "sk_trial_demo", body, "trial-1")
     assert replay.headers["Idempotent-Replayed"] == "true"
     assert replay.json == first.json
-    assert send(client, "sk_trial_demo", MISSING, "trial-1").status_code == 400
+    assert send(client, "sk_trial_demo", MISSING, "trial-1").status_code == 422
     assert ledger_size(app) == 0
 
 

@@ -16,5 +16,5 @@ def test_both_endpoints_are_documented(client):
     assert set(paths["/api/v1/verifications"]) == {"post"}
     assert set(paths["/api/v1/verifications/issuers"]) == {"get"}
     post = paths["/api/v1/verifications"]["post"]
-    assert {"200", "400", "401", "404", "409", "503"} <= set(post["responses"])
-    assert post["parameters"][0]["name"] == "Idempotency-Key"
+    assert {"200", "400", "401", "404", "409", "422", "503"} <= set(post["responses"])
+    assert post["parameters"][0] == {"$ref": "#/components/parameters/IdempotencyKey"}
