@@ -9,14 +9,18 @@ from api import bp
 from api.auth import trial_allowed
 from api.bodies import json_object
 from api.errors import handle_api_exception
-from api.idempotency import idempotent
+from api.idempotency import idempotent, stored_response
 from core.idempotency.keys import StoredAnswer
 from core.verification import RecordNotFound, list_issuers, replayed_answer, verify
 
 
 def _replayed(stored: StoredAnswer):
-    """A stored verification answer, shaped as first sent but with nothing billed for the repeat."""
-    body = replayed_answer(json.loads(stored.body))
+    """A stored lookup answer, shaped as first sent but with nothing billed for the repeat (a refused request's
+    answer, which billed nothing, as first sent)."""
+    body = json.loads(stored.body)
+    if "billing" not in body:
+        return stored_response(stored)
+    body = replayed_answer(body)
     if stored.status_code == 404:
         return handle_api_exception(RecordNotFound(body))
     return jsonify(body)

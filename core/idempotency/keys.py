@@ -78,12 +78,15 @@ def claim(scope: str, key: str, hashes: tuple[str, ...], lease: timedelta = IN_F
 
     Raises KeyReused (422) when the key was used with another request, Conflict (409) while another holds it.
     """
-    for _ in range(2):
+    for _ in range(3):
         now = utcnow()
-        db.session.execute(delete(IdempotencyKey).where(
-            IdempotencyKey.scope == scope, IdempotencyKey.idempotency_key == key, IdempotencyKey.expires_at <= now))
+        # A plain read first: on SQLite it takes no write lock, so a request in flight is seen without waiting.
         existing = db.session.scalars(select(IdempotencyKey).where(
             IdempotencyKey.scope == scope, IdempotencyKey.idempotency_key == key)).one_or_none()
+        if existing is not None and existing.expires_at <= now:  # older than 24 h, not yet purged
+            db.session.execute(delete(IdempotencyKey).where(IdempotencyKey.id == existing.id))
+            db.session.commit()
+            continue
         if existing is None:
             row = IdempotencyKey(scope=scope, idempotency_key=key, request_hash=hashes[0], created_at=now,
                                  locked_until=now + lease, expires_at=now + REPLAY_WINDOW)
