@@ -102,7 +102,7 @@ def test_dry_run_counts_and_deletes_nothing(app, history):
     report = json.loads(result.output)
     assert report["dry_run"] is True
     assert {kind["kind"]: kind["deleted"] for kind in report["kinds"]} == {
-        "audit_log": 3, "webhook_deliveries": 2, "events": 1, "messages": 2}
+        "audit_log": 3, "webhook_deliveries": 2, "events": 1, "messages": 2, "idempotency_keys": 0}
     assert _state(app) == before
 
 
@@ -141,7 +141,7 @@ def test_retention_settings_are_honoured(app, history, monkeypatch):
     result = app.test_cli_runner().invoke(args=["retention", "run", "--json"])
     report = {kind["kind"]: kind["deleted"] for kind in json.loads(result.output)["kinds"]}
     # 500-day audit, 120-day delivery, 450-day failed message
-    assert report == {"audit_log": 1, "webhook_deliveries": 1, "events": 1, "messages": 1}
+    assert report == {"audit_log": 1, "webhook_deliveries": 1, "events": 1, "messages": 1, "idempotency_keys": 0}
     assert "audit-old-1" in _state(app)["audit"]
 
 
@@ -151,7 +151,7 @@ def test_daily_job_purges_and_keeps_one_chain(app, history, redis_client):
         assert retention_job.ensure_purge_scheduled() is True
         assert retention_job.ensure_purge_scheduled() is False  # one chain, however many workers ask
         summary = retention_job.purge()
-        assert summary == {"audit_log": 3, "webhook_deliveries": 2, "events": 3, "messages": 2}
+        assert summary == {"audit_log": 3, "webhook_deliveries": 2, "events": 3, "messages": 2, "idempotency_keys": 0}
         next_id = redis_connection().get(retention_job.CHAIN_KEY).decode()
         from rq.job import Job
         scheduled = Job.fetch(next_id, connection=redis_connection())
