@@ -15,9 +15,6 @@ class VerificationSettings:
     default_price: Decimal
     default_currency: str
     hash_key: bytes
-    # The keys derived from SECRET_KEY_FALLBACKS (none when VERIFICATION_HASH_KEY is set): an idempotent request
-    # whose hash was made under one still matches.
-    fallback_hash_keys: tuple[bytes, ...] = ()
 
     @classmethod
     def from_settings(cls, settings, registry_codes) -> "VerificationSettings":
@@ -33,8 +30,6 @@ class VerificationSettings:
             default_price=Decimal(str(settings.VERIFICATION_DEFAULT_PRICE)),
             default_currency=str(settings.VERIFICATION_DEFAULT_CURRENCY),
             hash_key=hash_key(settings.VERIFICATION_HASH_KEY or "", settings.SECRET_KEY),
-            fallback_hash_keys=() if settings.VERIFICATION_HASH_KEY else tuple(
-                hash_key("", fallback) for fallback in settings.SECRET_KEY_FALLBACKS),
         )
 
 
