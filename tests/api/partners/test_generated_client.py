@@ -85,10 +85,19 @@ def test_generated_client_lists_searches_fetches_updates_and_polls(generated, li
 
     update = generated.models.ApplicationUpdate(id=made[0].id, decision=generated.models.ApplicationUpdateDecision(
         "accepted"), send_decision=True)
-    result = api(generated, "applications.update_applications").sync(
-        client=client, body=generated.models.ApplicationUpdateBatch(updates=[update]))
+    update_applications = api(generated, "applications.update_applications")
+    batch = generated.models.ApplicationUpdateBatch(updates=[update])
+    first = update_applications.sync_detailed(client=client, body=batch, idempotency_key="walker-accept-1")
+    result = first.parsed
     assert isinstance(result, generated.models.ApplicationUpdateResult), result
     assert result.updated == 1 and result.data[0].application.decision.value == "accepted"
+    retried = update_applications.sync_detailed(client=client, body=batch, idempotency_key="walker-accept-1")
+    assert "Idempotent-Replayed" not in first.headers and retried.headers["Idempotent-Replayed"] == "true"
+    assert retried.parsed == result  # the first answer again, applied once (one decision.sent below)
+    reused = update_applications.sync_detailed(
+        client=client, idempotency_key="walker-accept-1",
+        body=generated.models.ApplicationUpdateBatch(updates=[generated.models.ApplicationUpdate(id=made[1].id)]))
+    assert reused.status_code == 422 and reused.parsed.reason == "idempotency_key_reused"
 
     events = api(generated, "events.list_events").sync(client=client, limit=50)
     assert isinstance(events, generated.models.EventPage), events
