@@ -38,7 +38,8 @@ def email_preview_policy() -> str:
 
 def message_status_labels() -> dict[str, str]:
     """Each message status in words of the page's language."""
-    return {"queued": _("queued"), "sent": _("sent"), "retry_scheduled": _("retry scheduled"), "failed": _("failed")}
+    return {"queued": _("queued"), "sent": _("sent"), "retry_scheduled": _("retry scheduled"), "failed": _("failed"),
+            "test": _("Test")}
 
 
 @bp.app_context_processor
