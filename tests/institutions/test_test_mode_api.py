@@ -66,16 +66,16 @@ def test_a_test_mode_patch_changes_only_the_sandbox(app, client, factory):
     sandbox_id = sorted(all_ids(client, key))[0]
 
     refused = client.patch("/api/v1/applications/update", headers=auth_header(key),
-                           json={"updates": [{"id": applications[0].id, "stage": "review"}]})
+                           json={"updates": [{"id": applications[0].id, "stage": "interview"}]})
     assert refused.status_code == 400
     assert applications[0].id in json.dumps(refused.get_json())
     changed = client.patch("/api/v1/applications/update", headers=auth_header(key),
-                           json={"updates": [{"id": sandbox_id, "stage": "review"}]})
-    assert changed.status_code == 200 and changed.get_json()["data"][0]["stage_id"] == "review"
+                           json={"updates": [{"id": sandbox_id, "stage": "interview"}]})
+    assert changed.status_code == 200 and changed.get_json()["data"][0]["application"]["stage"] == "interview"
 
     live = client.get("/api/v1/applications/by-id", query_string={"ids": applications[0].id},
                       headers=auth_header(live_key)).get_json()["data"]
-    assert live[0]["stage_id"] == applications[0].stage
+    assert live[0]["application"]["stage"] == applications[0].stage
     with app.app_context():
         assert db.session.get(Application, applications[0].id).stage == applications[0].stage
 
@@ -96,16 +96,18 @@ def test_a_test_mode_decision_sends_no_email_and_its_webhook_says_test(mail_app,
     key = test_key(engine, institution)
     client = engine.test_client()
     with engine.app_context():
-        save_endpoint(InstitutionScope(institution.id), receiver.url(RECEIVER_HOST), "application.updated")
+        save_endpoint(InstitutionScope(institution.id), receiver.url(RECEIVER_HOST), "decision.sent")
     sandbox_id = sorted(all_ids(client, key))[0]
 
     assert send_decisions(client, key, [sandbox_id]).status_code == 200
     run_message_worker(engine)
-    assert smtp.messages == []
+    assert smtp.received == []
     [message] = [row for row in all_messages(engine) if row.application_id == sandbox_id]
     assert message.status == "test"
 
     assert send_decisions(client, live_key, [applications[0].id]).status_code == 200
+    run_message_worker(engine)
+    assert [received.recipients for received in smtp.received] == [["aline0@example.rw"]]  # the sink works
     run_worker(engine)
     requests = receiver.server.wait_for(2)
     modes = {json.loads(request.body)["data"]["submission_id"]:
@@ -118,17 +120,16 @@ def test_a_test_endpoint_receives_test_events_only(engine, factory, receiver):
     client = engine.test_client()
     runner = engine.test_cli_runner()
     live = runner.invoke(args=["webhooks", "set", "--institution", institution.id, "--events",
-                               "application.updated", "--url", receiver.url(RECEIVER_HOST, "/live"), "--json"])
+                               "decision.sent", "--url", receiver.url(RECEIVER_HOST, "/live"), "--json"])
     test = runner.invoke(args=["webhooks", "set", "--institution", institution.id, "--events",
-                               "application.updated", "--url", receiver.url(RECEIVER_HOST, "/test"), "--test",
+                               "decision.sent", "--url", receiver.url(RECEIVER_HOST, "/test"), "--test",
                                "--json"])
     assert live.exit_code == 0 and test.exit_code == 0, test.output
     assert json.loads(live.output)["endpoint_id"] != json.loads(test.output)["endpoint_id"]
     key = test_key(engine, institution)
     sandbox_id = sorted(all_ids(client, key))[0]
     for caller, application_id in ((key, sandbox_id), (live_key, applications[0].id)):
-        body = {"updates": [{"id": application_id, "stage": "review"}]}
-        assert client.patch("/api/v1/applications/update", json=body, headers=auth_header(caller)).status_code == 200
+        assert send_decisions(client, caller, [application_id]).status_code == 200
     run_worker(engine)
     paths = {request.path: request.headers["X-Karibu-Mode"] for request in receiver.server.wait_for(2)}
     assert paths == {"/test": "test", "/live": "live"}
@@ -139,8 +140,7 @@ def test_the_events_feed_separates_the_modes(app, client, factory):
     key = test_key(app, institution)
     sandbox_id = sorted(all_ids(client, key))[0]
     for caller, application_id in ((key, sandbox_id), (live_key, applications[0].id)):
-        body = {"updates": [{"id": application_id, "stage": "review"}]}
-        assert client.patch("/api/v1/applications/update", json=body, headers=auth_header(caller)).status_code == 200
+        assert send_decisions(client, caller, [application_id]).status_code == 200
 
     test_feed = client.get("/api/v1/events", headers=auth_header(key)).get_json()["data"]
     live_feed = client.get("/api/v1/events", headers=auth_header(live_key)).get_json()["data"]
