@@ -34,7 +34,7 @@ def test_the_api_keys_page_makes_a_test_key(portal_as, client):
 
 def test_the_switch_shows_the_sandbox_with_a_banner_and_a_way_back(app, portal_as, factory, client):
     institution, _, applications = live_institution(factory)
-    staff = portal_as("staff", institution=institution)
+    staff = portal_as("admin", institution=institution)
     key = test_key(app, institution)
     sandbox_id = sorted(all_ids(client, key))[0]
     assert send_decisions(client, key, [sandbox_id]).status_code == 200
