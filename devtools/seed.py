@@ -131,8 +131,8 @@ def seed_demo(applications: int = 200, on_progress: Callable[[int], None] | None
 
     def generate(offset: int):
         count = min(BATCH_SIZE, to_create - offset)
-        return count, generate_batch(rng, count, institution.id, program_rows, cycle_rows, stage_keys,
-                                      documents, now, existing + offset)
+        return count, generate_batch(rng, count, InstitutionScope(institution.id), program_rows, cycle_rows,
+                                     stage_keys, documents, now, existing + offset)
 
     created = 0
     # The next batch is generated while the current one is written: Python and the database work at once.

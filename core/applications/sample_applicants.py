@@ -12,6 +12,7 @@ from sqlalchemy import insert, text
 from core.applications.search_text import fold
 from core.db import db, note_write
 from core.models import Applicant, Application, Decision, Document, Payment, new_id
+from core.scoping import InstitutionScope
 
 FIRST_NAMES = (
     "Aimée", "Jean-Paul", "Clémentine", "Eric", "Divine", "Olivier", "Grâce", "Emmanuel", "Claudine", "Patrick",
@@ -97,9 +98,12 @@ _DECISION_CUMULATIVE = list(itertools.accumulate(DECISION_WEIGHTS.values()))
 _STAGE_CUMULATIVE = list(itertools.accumulate(STAGE_WEIGHTS))
 
 
-def generate_batch(rng: random.Random, count: int, institution_id: str, programs: list[SimpleNamespace],
-                    cycles: list[SimpleNamespace], stage_keys: list[str], documents: dict, now: datetime,
-                    serial: int):
+def generate_batch(rng: random.Random, count: int, scope: InstitutionScope, programs: list[SimpleNamespace],
+                   cycles: list[SimpleNamespace], stage_keys: list[str], documents: dict, now: datetime,
+                   serial: int):
+    """`count` applicants numbered from `serial` with an application each (a payment, decision and documents for
+    some), as rows of APPLICANT_COLUMNS, APPLICATION_COLUMNS, …; no documents when `documents` is empty."""
+    institution_id = scope.institution_id
     applicants, applications, payments, decisions, docs = [], [], [], [], []
     submitting_cycles = [cycle for cycle in cycles if cycle.opens_at <= now] or cycles
     stage_cumulative = _STAGE_CUMULATIVE[: len(stage_keys)]

@@ -9,7 +9,7 @@ from datetime import timedelta
 from decimal import Decimal
 from types import SimpleNamespace
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError
 
 from core.applications.sample_applicants import (
@@ -118,7 +118,7 @@ def _fill(live: InstitutionScope, sandbox: InstitutionScope, on_progress: Callab
     cycle_rows = [SimpleNamespace(id=c.id, opens_at=c.opens_at, closes_at=c.closes_at) for c in cycles]
     stage_keys = [stage.key for stage in stages]
     applicants, applications, payments, decisions, _ = generate_batch(
-        random.Random(), SANDBOX_APPLICATIONS, sandbox.institution_id, program_rows, cycle_rows, stage_keys, {},
+        random.Random(), SANDBOX_APPLICATIONS, sandbox, program_rows, cycle_rows, stage_keys, {},
         now, 0)
     writer = BulkWriter()
     writer.write(Applicant.__table__, APPLICANT_COLUMNS, applicants)

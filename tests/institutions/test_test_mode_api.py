@@ -63,7 +63,7 @@ def test_a_test_key_lists_only_the_sandbox_and_a_live_key_only_live_records(app,
 def test_a_test_mode_patch_changes_only_the_sandbox(app, client, factory):
     institution, live_key, applications = live_institution(factory)
     key = test_key(app, institution)
-    sandbox_id = sorted(all_ids(client, key))[0]
+    sandbox_id = min(all_ids(client, key))
 
     refused = client.patch("/api/v1/applications/update", headers=auth_header(key),
                            json={"updates": [{"id": applications[0].id, "stage": "interview"}]})
@@ -97,7 +97,7 @@ def test_a_test_mode_decision_sends_no_email_and_its_webhook_says_test(mail_app,
     client = engine.test_client()
     with engine.app_context():
         save_endpoint(InstitutionScope(institution.id), receiver.url(RECEIVER_HOST), "decision.sent")
-    sandbox_id = sorted(all_ids(client, key))[0]
+    sandbox_id = min(all_ids(client, key))
 
     assert send_decisions(client, key, [sandbox_id]).status_code == 200
     run_message_worker(engine)
@@ -127,7 +127,7 @@ def test_a_test_endpoint_receives_test_events_only(engine, factory, receiver):
     assert live.exit_code == 0 and test.exit_code == 0, test.output
     assert json.loads(live.output)["endpoint_id"] != json.loads(test.output)["endpoint_id"]
     key = test_key(engine, institution)
-    sandbox_id = sorted(all_ids(client, key))[0]
+    sandbox_id = min(all_ids(client, key))
     for caller, application_id in ((key, sandbox_id), (live_key, applications[0].id)):
         assert send_decisions(client, caller, [application_id]).status_code == 200
     run_worker(engine)
@@ -138,7 +138,7 @@ def test_a_test_endpoint_receives_test_events_only(engine, factory, receiver):
 def test_the_events_feed_separates_the_modes(app, client, factory):
     institution, live_key, applications = live_institution(factory)
     key = test_key(app, institution)
-    sandbox_id = sorted(all_ids(client, key))[0]
+    sandbox_id = min(all_ids(client, key))
     for caller, application_id in ((key, sandbox_id), (live_key, applications[0].id)):
         assert send_decisions(client, caller, [application_id]).status_code == 200
 
@@ -151,7 +151,7 @@ def test_the_events_feed_separates_the_modes(app, client, factory):
 
 
 def test_a_verification_in_test_mode_uses_the_demo_records_and_is_never_billed(app, client, factory):
-    institution, live_key, _ = live_institution(factory)
+    institution, _, _ = live_institution(factory)
     key = test_key(app, institution)
     issuers = client.get("/api/v1/verifications/issuers", headers=auth_header(key)).get_json()["data"]
     issuer = next(issuer for issuer in issuers if issuer.get("demo_requests"))

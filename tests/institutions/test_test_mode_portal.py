@@ -36,7 +36,7 @@ def test_the_switch_shows_the_sandbox_with_a_banner_and_a_way_back(app, portal_a
     institution, _, applications = live_institution(factory)
     staff = portal_as("admin", institution=institution)
     key = test_key(app, institution)
-    sandbox_id = sorted(all_ids(client, key))[0]
+    sandbox_id = min(all_ids(client, key))
     assert send_decisions(client, key, [sandbox_id]).status_code == 200
 
     live_page = staff.get("/applicants").get_data(as_text=True)
@@ -72,7 +72,7 @@ def test_cli_creates_a_test_key_and_resets_the_sandbox(app, client, factory):
 
     key = payload["api_key"]
     before = all_ids(client, key)
-    changed = sorted(before)[0]
+    changed = min(before)
     body = {"updates": [{"id": changed, "stage": "interview"}]}
     assert client.patch("/api/v1/applications/update", json=body, headers=auth_header(key)).status_code == 200
 
