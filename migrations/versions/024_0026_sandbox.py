@@ -18,13 +18,12 @@ def upgrade():
         batch.add_column(sa.Column("sandbox_of_id", sa.String(length=32), nullable=True))
         batch.create_foreign_key("fk_institutions_sandbox_of_id_institutions", "institutions", ["sandbox_of_id"], ["id"])
         batch.create_unique_constraint("uq_institutions_sandbox_of_id", ["sandbox_of_id"])
-    with op.batch_alter_table("events") as batch:
-        batch.add_column(sa.Column("livemode", sa.Boolean(), nullable=False, server_default=sa.true()))
+    # A plain ADD COLUMN: a batch copy of `events` on SQLite would drop its trigger that assigns `seq`.
+    op.add_column("events", sa.Column("livemode", sa.Boolean(), nullable=False, server_default=sa.true()))
 
 
 def downgrade():
-    with op.batch_alter_table("events") as batch:
-        batch.drop_column("livemode")
+    op.drop_column("events", "livemode")
     with op.batch_alter_table("institutions") as batch:
         batch.drop_constraint("uq_institutions_sandbox_of_id", type_="unique")
         batch.drop_constraint("fk_institutions_sandbox_of_id_institutions", type_="foreignkey")
