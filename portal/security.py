@@ -120,8 +120,9 @@ def _add_security_headers(response):
 
 
 VIEWING_TEST_DATA = "viewing_test_data"  # the session key of the "Viewing test data" switch
-# The pages of applicants, the dashboard and messages show the sandbox while the switch is on; settings never do.
-TEST_DATA_PAGES = ("portal.applicants", "portal.dashboard", "portal.messages")
+# The pages of applicants, the dashboard, messages and webhooks (its endpoint: the test endpoint) show the sandbox
+# while the switch is on; the other settings never do.
+TEST_DATA_PAGES = ("portal.applicants", "portal.dashboard", "portal.messages", "portal.webhooks")
 
 
 def viewing_test_data() -> bool:

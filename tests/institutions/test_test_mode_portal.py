@@ -14,6 +14,7 @@ from core.scoping import InstitutionScope
 from tests.conftest import auth_header
 from tests.institutions.test_test_mode_api import all_ids, live_institution, test_key
 from tests.messages.conftest import send_decisions
+from tests.webhooks.conftest import RECEIVER_HOST, run_worker
 
 BANNER = "Viewing test data"
 
@@ -95,3 +96,20 @@ def test_cli_creates_a_test_key_and_resets_the_sandbox(app, client, factory):
     assert json.loads(as_json.stdout)["applications"] == 200
     unknown = runner.invoke(args=["sandbox", "reset", "--institution", "ins_missing", "--yes"])
     assert unknown.exit_code == 1 and "Institution not found" in unknown.output
+
+
+def test_the_webhooks_page_sets_the_test_endpoint_while_viewing_test_data(engine, portal_as, factory, receiver):
+    institution, live_key, applications = live_institution(factory)
+    admin = portal_as("admin", institution=institution)
+    client = engine.test_client()
+    assert admin.post("/webhooks", {"url": receiver.url(RECEIVER_HOST, "/live"), "events": ["decision.sent"]},
+                      htmx=True).status_code == 200
+    admin.post("/test-data")
+    assert admin.post("/webhooks", {"url": receiver.url(RECEIVER_HOST, "/test"), "events": ["decision.sent"]},
+                      htmx=True).status_code == 200
+    key = test_key(engine, institution)
+    for caller, application_id in ((key, min(all_ids(client, key))), (live_key, applications[0].id)):
+        assert send_decisions(client, caller, [application_id]).status_code == 200
+    run_worker(engine)
+    paths = {request.path: request.headers["X-Karibu-Mode"] for request in receiver.server.wait_for(2)}
+    assert paths == {"/test": "test", "/live": "live"}
