@@ -12,6 +12,7 @@ from core.accounts.api_authentication import AuthSettings, authenticate
 from core.config import settings
 from core.errors import Forbidden, NotAuthenticated, NotFound
 from core.metrics import RATE_LIMIT_REFUSALS
+from core.institutions.sandbox import sandbox_scope
 from core.scoping import InstitutionScope
 
 EDGE_HEADER = "X-Edge-Auth"
@@ -114,6 +115,8 @@ def authenticate_request() -> None:
         raise
     g.principal = principal
     g.scope = None if principal.is_trial else InstitutionScope(principal.institution_id)
+    if g.scope is not None and not principal.livemode:
+        g.scope = sandbox_scope(g.scope)  # a test key reaches the sandbox only
     _enforce(_failure_counters(), _credential_counters())
 
 

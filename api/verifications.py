@@ -38,4 +38,4 @@ def create_verification():
 @trial_allowed
 def list_verification_issuers():
     """The registries and their request fields; the trial key also sees request bodies matching demo records."""
-    return jsonify({"code": 200, "data": list_issuers(include_demo=g.principal.is_trial)})
+    return jsonify({"code": 200, "data": list_issuers(include_demo=g.principal.is_trial or not g.principal.livemode)})

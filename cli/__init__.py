@@ -8,6 +8,7 @@ from cli.messages import messages_group
 from cli.migrations import migration_commands
 from cli.privacy import applicants_group
 from cli.retention import retention_group
+from cli.sandbox import sandbox_group
 from cli.secrets import secrets_group
 from cli.sender_domains import sender_domains_group
 from cli.simulator import registry_simulator_command
@@ -18,4 +19,4 @@ from cli.webhooks import webhooks_group
 users_cli.add_command(reset_two_factor_command)
 COMMANDS = (*ADMIN_COMMANDS, counts_group, registry_simulator_command, webhooks_group, messages_group,
             retention_group, secrets_group, applicants_group, migration_commands, *DEV_SERVER_COMMANDS,
-            sender_domains_group, sso_group)
+            sender_domains_group, sso_group, sandbox_group)

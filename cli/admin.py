@@ -76,17 +76,18 @@ def create_institution_command(name: str, as_json: bool) -> None:
     _emit(as_json, {"institution_id": institution.id}, f"Created institution {institution.id}")
 
 
-api_keys_cli = AppGroup("api-keys", help="Manage live API keys.")
+api_keys_cli = AppGroup("api-keys", help="Manage live and test API keys.")
 
 
 @api_keys_cli.command("create")
 @click.option("--institution", "institution_id", required=True)
 @click.option("--name", default="", help="A label to recognise the key by.")
+@click.option("--test", "test_mode", is_flag=True, help="A test-mode key (sk_test_…): it reaches the sandbox only.")
 @click.option("--json", "as_json", is_flag=True)
 @domain_errors_as_usage
-def create_api_key_command(institution_id: str, name: str, as_json: bool) -> None:
-    """Create a live key. The key is printed once and cannot be shown again."""
-    key, raw_key = create_api_key(InstitutionScope(institution_id), name=name)
+def create_api_key_command(institution_id: str, name: str, test_mode: bool, as_json: bool) -> None:
+    """Create a live (or, with --test, a test) key. The key is printed once and cannot be shown again."""
+    key, raw_key = create_api_key(InstitutionScope(institution_id), name=name, test=test_mode)
     _emit(as_json, {"key_id": key.id, "api_key": raw_key},
           f"Key {key.id}: {raw_key}\nStore it now: it is not shown again.")
 

@@ -7,6 +7,7 @@ import click
 from flask.cli import AppGroup
 
 from cli.admin import domain_errors_as_usage
+from core.institutions.sandbox import sandbox_scope
 from core.scoping import InstitutionScope
 from core.timefmt import isoformat_z, parse_utc
 from core.webhooks.endpoints import enable_endpoint, rotate_secret, save_endpoint
@@ -28,12 +29,15 @@ def _emit(as_json: bool, payload: dict, human: str) -> None:
 @click.option("--events", default=None, help="Comma-separated event types (default: all; kept on update).")
 @click.option("--include-name/--no-include-name", "include_name", default=None,
               help="Include the applicant's name in application.* events (off by default).")
+@click.option("--test", "test_mode", is_flag=True,
+              help="The endpoint of test-mode events (else they go to the live endpoint).")
 @_as_json
 @domain_errors_as_usage
-def set_command(institution_id: str, url: str, events: str | None, include_name: bool | None,
+def set_command(institution_id: str, url: str, events: str | None, include_name: bool | None, test_mode: bool,
                 as_json: bool) -> None:
     """Create or update the endpoint; a signing secret is printed once, when the endpoint is created."""
-    endpoint, secret = save_endpoint(InstitutionScope(institution_id), url, events, include_name)
+    scope = InstitutionScope(institution_id)
+    endpoint, secret = save_endpoint(sandbox_scope(scope) if test_mode else scope, url, events, include_name)
     payload = {"endpoint_id": endpoint.id}
     human = [f"Endpoint {endpoint.id}: {endpoint.url}", f"Events: {', '.join(endpoint.event_types)}"]
     if secret is not None:

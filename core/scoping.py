@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import Select, select
+from sqlalchemy import Delete, Select, delete, select
 
 from core.errors import NotFound
 from core.db import db
@@ -22,6 +22,14 @@ class InstitutionScope:
         """`SELECT model (or the given columns) WHERE model.institution_id = <this institution>`."""
         statement = select(*columns) if columns else select(model)
         return statement.where(model.institution_id == self.institution_id)
+
+    def delete_all(self, model) -> Delete:
+        """`DELETE model WHERE model.institution_id = <this institution>`."""
+        return delete(model).where(model.institution_id == self.institution_id)
+
+    def sandbox(self) -> Institution | None:
+        """This institution's sandbox (its hidden test-mode companion), or None before its first use."""
+        return db.session.scalars(select(Institution).where(Institution.sandbox_of_id == self.institution_id)).first()
 
     def owns(self, model):
         """`model.institution_id = <this institution>`, for a joined model (e.g. to let its index order a join)."""

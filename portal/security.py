@@ -15,6 +15,7 @@ from htmx_flask import Htmx
 from core.audit.recording import AuditEntry
 from core.errors import Forbidden
 from core.applications.history import Actor
+from core.institutions.sandbox import sandbox_scope
 from core.scoping import InstitutionScope
 from core.accounts.sessions import live_session
 from core.accounts.users import load_active_user
@@ -118,12 +119,27 @@ def _add_security_headers(response):
     return response
 
 
+VIEWING_TEST_DATA = "viewing_test_data"  # the session key of the "Viewing test data" switch
+# The pages of applicants, the dashboard, messages and webhooks (its endpoint: the test endpoint) show the sandbox
+# while the switch is on; the other settings never do.
+TEST_DATA_PAGES = ("portal.applicants", "portal.dashboard", "portal.messages", "portal.webhooks")
+
+
+def viewing_test_data() -> bool:
+    return bool(session.get(VIEWING_TEST_DATA))
+
+
 def staff_required(view):
-    """Signed in; the view gets `g.scope` for the user's institution."""
+    """Signed in; the view gets `g.scope` for the user's institution (its sandbox on a page of data while the
+    staff member views test data)."""
+    shows_test_data = view.__module__.startswith(TEST_DATA_PAGES)
+
     @login_required
     @wraps(view)
     def wrapper(*args, **kwargs):
         g.scope = InstitutionScope(current_user.institution_id)
+        if shows_test_data and viewing_test_data():
+            g.scope = sandbox_scope(g.scope)
         return view(*args, **kwargs)
     return wrapper
 

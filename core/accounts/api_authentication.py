@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from core.config import Settings, settings
 from core.errors import NotAuthenticated, NotFound
 from core.db import db
-from core.accounts.api_keys import hash_key, looks_like_live_key
+from core.accounts.api_keys import hash_key, is_test_key, looks_like_live_key
 from core.models import ApiKey, Institution, utcnow
 from core.models.identity import INSTITUTION_ACTIVE
 
@@ -35,6 +35,8 @@ class Principal:
     # Stable identity of the credential itself, for per-credential rate limits: `key:<key id>` or
     # `oidc:<hash of issuer and subject>`; None for the trial key (limited per client address instead).
     credential_id: str | None = None
+    # False for a test key (`sk_test_`): the caller works in the institution's sandbox.
+    livemode: bool = True
 
     @property
     def is_trial(self) -> bool:
@@ -202,7 +204,7 @@ def _authenticate_live_key(raw_key: str) -> Principal:
         raise NotFound("Institution not found")
     _touch_last_used(key_hash, key)
     return Principal(kind="live_key", institution_id=key.institution_id, key_id=key.id, actor=key.prefix,
-                     credential_id=f"key:{key.id}")
+                     credential_id=f"key:{key.id}", livemode=not is_test_key(key.prefix))
 
 
 def _touch_last_used(key_hash: str, key: _KeyRecord) -> None:

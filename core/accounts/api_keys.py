@@ -1,4 +1,5 @@
-"""API keys: `sk_live_` + 32 base62 characters + a 6-character checksum, stored only as a SHA-256 hash."""
+"""API keys: `sk_live_` (or `sk_test_`, test mode: the institution's sandbox) + 32 base62 characters + a 6-character
+checksum, stored only as a SHA-256 hash."""
 from __future__ import annotations
 
 import hashlib
@@ -11,6 +12,7 @@ from core.errors import NotFound
 from core.scoping import InstitutionScope
 
 LIVE_PREFIX = "sk_live_"
+TEST_PREFIX = "sk_test_"
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 DISPLAY_PREFIX_LENGTH = 12
 
@@ -29,18 +31,24 @@ def hash_key(raw_key: str) -> str:
 
 
 def looks_like_live_key(raw_key: str) -> bool:
-    """Cheap structural check (prefix, length, checksum) before any database lookup."""
-    if not raw_key.startswith(LIVE_PREFIX) or len(raw_key) != len(LIVE_PREFIX) + 38:
+    """Cheap structural check (prefix, length, checksum) before any database lookup; test keys pass too."""
+    prefix = raw_key[:len(LIVE_PREFIX)]
+    if prefix not in (LIVE_PREFIX, TEST_PREFIX) or len(raw_key) != len(LIVE_PREFIX) + 38:
         return False
-    body = raw_key[len(LIVE_PREFIX):-6]
-    return _checksum(LIVE_PREFIX + body) == raw_key[-6:]
+    return _checksum(raw_key[:-6]) == raw_key[-6:]
 
 
-def create_api_key(scope: InstitutionScope, name: str = "") -> tuple[ApiKey, str]:
-    """Create a key and return it with the raw secret, which is shown once and never stored."""
-    if scope.institution() is None:
+def is_test_key(prefix: str) -> bool:
+    """Whether a key (or its displayed prefix) is a test-mode key."""
+    return prefix.startswith(TEST_PREFIX)
+
+
+def create_api_key(scope: InstitutionScope, name: str = "", test: bool = False) -> tuple[ApiKey, str]:
+    """Create a key (with `test`, a test-mode key) and return it with the raw secret, shown once and never stored."""
+    institution = scope.institution()
+    if institution is None or institution.is_sandbox:
         raise NotFound("Institution not found")
-    body = LIVE_PREFIX + random_token(32)
+    body = (TEST_PREFIX if test else LIVE_PREFIX) + random_token(32)
     raw_key = body + _checksum(body)
     key = ApiKey(institution_id=scope.institution_id, name=name, prefix=raw_key[:DISPLAY_PREFIX_LENGTH],
                  key_hash=hash_key(raw_key))

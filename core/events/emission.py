@@ -5,6 +5,7 @@ import json
 
 from core.db import db
 from core.models import Application, Decision, Event, Payment, utcnow
+from core.institutions.sandbox import is_test_mode
 from core.scoping import InstitutionScope
 from core.timefmt import isoformat_z
 from core.webhooks.outbox import add_delivery_for
@@ -13,13 +14,15 @@ from core.webhooks.outbox import add_delivery_for
 def envelope(event: Event) -> dict:
     """The webhook envelope (docs/contract.md): the body of a delivery and an item of the events feed.
 
-    An example event sent from the webhook settings also carries `"test": true` (real events never do).
+    An example event sent from the webhook settings also carries `"test": true` (real events never do);
+    `livemode` is false for an event of the institution's sandbox (test mode).
     """
     body = {
         "event_id": event.id,
         "type": event.type,
         "occurred_at": isoformat_z(event.occurred_at),
         "institution_id": event.institution_id,
+        "livemode": event.livemode is not False,
         "data": event.payload,
     }
     if event.is_test:
@@ -34,7 +37,7 @@ def event_body(event: Event) -> bytes:
 
 def _record(institution_id: str, event_type: str, data: dict, subject_id: str | None = None) -> Event:
     event = Event(institution_id=institution_id, type=event_type, occurred_at=utcnow(), payload=data,
-                  subject_id=subject_id)
+                  subject_id=subject_id, livemode=not is_test_mode(InstitutionScope(institution_id)))
     db.session.add(event)
     add_delivery_for(event)
     return event

@@ -181,7 +181,8 @@ def queue_decision_messages(decisions: Sequence[Decision]) -> int:
             recipient_name=f"{applicant.first_name} {applicant.last_name}", subject=email.subject,
             body_text=email.text, body_html=email.html, message_id_header=f"<{message_id}@{sender_domain}>",
             sender=email.sender, reply_to=email.reply_to, private_link=seal(link),
-            problem=None if valid_email(applicant.email) else "Not a valid email address; nothing was sent."))
+            problem=None if valid_email(applicant.email) else "Not a valid email address; nothing was sent.",
+            test=institution.is_sandbox))
         if with_sms and applicant.phone:
             messages.append(_row(
                 new_id("msg"), decision, "sms", applicant.phone, email.language, now,
@@ -189,7 +190,8 @@ def queue_decision_messages(decisions: Sequence[Decision]) -> int:
                 body_text=composer.sms(institution, applicant, program_name, cycle_name, decision.status, slot),
                 private_link=seal(link),
                 problem=None if valid_international_phone(applicant.phone) else
-                "The phone number is not in international format (+ and country code); nothing was sent."))
+                "The phone number is not in international format (+ and country code); nothing was sent.",
+                test=institution.is_sandbox))
     _write(messages)
     if any(message["status"] == "queued" for message in messages):
         drain_signal.after_commit()
@@ -280,14 +282,16 @@ def _language_of(applicant: Applicant, institution: Institution) -> str:
 def _row(message_id: str, decision: Decision, channel: str, recipient: str, language: str, now, *,
          recipient_name: str, body_text: str, subject: str = "", body_html: str | None = None,
          message_id_header: str | None = None, sender: str | None = None, reply_to: str | None = None,
-         private_link: str | None = None, problem: str | None) -> dict:
+         private_link: str | None = None, problem: str | None, test: bool = False) -> dict:
+    """A message row: `test` (written, shown, never sent) in test mode, `failed` with a problem, else `queued`."""
+    status = "test" if test else "failed" if problem else "queued"
     return {
         "id": message_id, "institution_id": decision.institution_id, "application_id": decision.application_id,
         "decision_id": decision.id, "channel": channel, "recipient": header_safe(recipient, 254),
         "recipient_name": header_safe(recipient_name), "template": DECISION_TEMPLATE, "language": language,
         "subject": header_safe(subject, 300), "sender": sender, "reply_to": reply_to, "private_link": private_link, "body_text": body_text,
-        "body_html": body_html, "message_id_header": message_id_header, "status": "failed" if problem else "queued",
-        "attempts": 0, "next_attempt_at": None if problem else now, "lease_token": None, "lease_expires_at": None,
+        "body_html": body_html, "message_id_header": message_id_header, "status": status,
+        "attempts": 0, "next_attempt_at": now if status == "queued" else None, "lease_token": None, "lease_expires_at": None,
         "last_error": problem, "provider_id": None, "sent_at": None, "created_at": now, "updated_at": now,
     }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import JSON, BigInteger, Boolean, DateTime, FetchedValue, ForeignKey, Index, String
+from sqlalchemy import true as sa_true
 from sqlalchemy.orm import Mapped, mapped_column
 
 from core.models.base import Base, new_id, utcnow
@@ -29,3 +30,5 @@ class Event(Base):
     xact_id: Mapped[int] = mapped_column(BigInteger, server_default=FetchedValue())
     # True for an example event sent from the webhook settings (`test: true` in its envelope); never in the feed.
     is_test: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    # False for an event of a sandbox (test mode): `"livemode": false` in its envelope, `X-Karibu-Mode: test`.
+    livemode: Mapped[bool] = mapped_column(Boolean, default=True, server_default=sa_true())

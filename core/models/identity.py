@@ -43,10 +43,16 @@ class Institution(Base):
     logo_digest: Mapped[str | None] = mapped_column(String(16), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     deleted_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    # Set on a sandbox (core.institutions.sandbox): the live institution whose test mode this hidden row holds.
+    sandbox_of_id: Mapped[str | None] = mapped_column(ForeignKey("institutions.id"), nullable=True, unique=True)
 
     @property
     def is_active(self) -> bool:
         return self.status == INSTITUTION_ACTIVE and self.deleted_at is None
+
+    @property
+    def is_sandbox(self) -> bool:
+        return self.sandbox_of_id is not None
 
 
 class User(Base):

@@ -9,7 +9,8 @@ from sqlalchemy.orm import Mapped, mapped_column
 from core.models.base import Base, new_id, utcnow
 from core.outbox.columns import LeaseColumns
 
-MESSAGE_STATUSES = ("queued", "sent", "retry_scheduled", "failed")
+# `test`: written in test mode (an institution's sandbox) and never sent.
+MESSAGE_STATUSES = ("queued", "sent", "retry_scheduled", "failed", "test")
 # Statuses a worker may still send; `sent` and `failed` are final until staff resend a failed one.
 SENDABLE_MESSAGE_STATUSES = ("queued", "retry_scheduled")
 CHANNELS = ("email", "sms")

@@ -58,6 +58,7 @@ class PreparedAttempt:
     event_type: str
     institution_id: str
     event_occurred_at: datetime  # when the event was committed (delivery latency is counted from it)
+    livemode: bool = True  # False for an event of a sandbox (`X-Karibu-Mode: test`)
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,7 @@ class DeliveryKind:
                 id=row.id, endpoint_id=row.endpoint_id, number=row.attempts + 1, url=target.url,
                 shown_url=row.url, secret=target.secret, body=event_body(event), event_id=event.id,
                 event_type=event.type, institution_id=event.institution_id, event_occurred_at=event.occurred_at,
+                livemode=event.livemode is not False,
             ))
         if skipped:
             db.session.execute(
@@ -143,7 +145,7 @@ class DeliveryKind:
         attempted_at = runtime.clock.now()
         headers = delivery_headers(secret=attempt.secret, timestamp=unix_seconds(attempted_at), body=attempt.body,
                                    event_id=attempt.event_id, event_type=attempt.event_type,
-                                   institution_id=attempt.institution_id)
+                                   institution_id=attempt.institution_id, livemode=attempt.livemode)
         outcome = self.transport.post(attempt.url, headers, attempt.body)
         return attempted_at, _masked(outcome, attempt)
 

@@ -9,6 +9,7 @@ from core.db import db
 from core.models import Event, new_id
 from core.models.webhooks import WebhookDelivery
 from core.outbox.wakeup import DrainSignal
+from core.institutions.sandbox import is_test_mode, live_scope
 from core.scoping import InstitutionScope
 from core.webhooks.endpoints import TEST_EVENT_TYPE, get_endpoint
 from core.webhooks.runtime import runtime
@@ -53,11 +54,16 @@ def add_delivery_for(event: Event) -> WebhookDelivery | None:
 
 
 def _endpoint_in_this_transaction(institution_id: str):
-    """The institution's endpoint, looked up once per transaction (a bulk update emits many events)."""
+    """The institution's endpoint (a sandbox's: its own test endpoint, else the live institution's), looked up once
+    per transaction (a bulk update emits many events)."""
     cache = db.session().info.setdefault(_ENDPOINTS, {})
     if institution_id not in cache:
+        scope = InstitutionScope(institution_id)
         with db.session.no_autoflush:
-            cache[institution_id] = get_endpoint(InstitutionScope(institution_id))
+            endpoint = get_endpoint(scope)
+            if endpoint is None and is_test_mode(scope):
+                endpoint = get_endpoint(live_scope(scope))
+            cache[institution_id] = endpoint
     return cache[institution_id]
 
 

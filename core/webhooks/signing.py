@@ -48,8 +48,9 @@ def sign_standard(secret: str, message_id: str, timestamp: int, body: bytes) -> 
 
 
 def delivery_headers(*, secret: str, timestamp: int, body: bytes, event_id: str, event_type: str,
-                     institution_id: str) -> dict[str, str]:
-    """Every header of a delivery request, signed over exactly `body`: Karibu's own, then Standard Webhooks'."""
+                     institution_id: str, livemode: bool = True) -> dict[str, str]:
+    """Every header of a delivery request, signed over exactly `body`: Karibu's own (`X-Karibu-Mode`: `live`, or
+    `test` for a sandbox's event), then Standard Webhooks'."""
     return {
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,
@@ -57,6 +58,7 @@ def delivery_headers(*, secret: str, timestamp: int, body: bytes, event_id: str,
         "X-Karibu-Event-Id": event_id,
         "X-Karibu-Event-Type": event_type,
         "X-Karibu-Institution-Id": institution_id,
+        "X-Karibu-Mode": "live" if livemode else "test",
         "X-Karibu-Timestamp": str(int(timestamp)),
         "X-Karibu-Signature": sign(secret, timestamp, body),
         "webhook-id": event_id,

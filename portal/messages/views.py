@@ -10,6 +10,7 @@ from flask_babel import gettext as _
 from core.config import settings
 from core.errors import InvalidInput
 from core.i18n import LANGUAGES
+from core.institutions.sandbox import live_scope
 from core.messages.log import (
     default_language_of, get_message, list_messages, resend_message, set_default_language, without_private_links,
 )
@@ -38,7 +39,8 @@ def email_preview_policy() -> str:
 
 def message_status_labels() -> dict[str, str]:
     """Each message status in words of the page's language."""
-    return {"queued": _("queued"), "sent": _("sent"), "retry_scheduled": _("retry scheduled"), "failed": _("failed")}
+    return {"queued": _("queued"), "sent": _("sent"), "retry_scheduled": _("retry scheduled"), "failed": _("failed"),
+            "test": _("Test")}
 
 
 @bp.app_context_processor
@@ -80,7 +82,7 @@ def messages_default_language():
     form = DefaultLanguageForm()
     if not form.validate_on_submit():
         raise InvalidInput(_("Choose English, French or Swahili."), field="language")
-    set_default_language(g.scope, form.language.data)
+    set_default_language(live_scope(g.scope), form.language.data)  # a setting of the live institution
     audit("institution.default_language", form.language.data)
     flash(_("Applicants who do not choose a language now get %(language)s.", language=LANGUAGES[form.language.data]),
           "ok")

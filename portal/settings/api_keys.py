@@ -38,7 +38,7 @@ def api_keys_create():
     form = ApiKeyForm()
     if not form.validate_on_submit():
         return _page(form, status=422)
-    key, raw = create_api_key(g.scope, name=form.name.data.strip())
+    key, raw = create_api_key(g.scope, name=form.name.data.strip(), test=form.mode.data == "test")
     audit("api_key.create", key.id)
     # The key is shown in this response only (never through a redirect: it must not sit in a URL).
     return _page(ApiKeyForm(formdata=None), created=CreatedKey(key=key, raw=raw), status=201)

@@ -14,6 +14,10 @@ from portal.forms import strip
 class ApiKeyForm(FlaskForm):
     name = StringField(_l("Key name"),
                        validators=[DataRequired(_l("Give the key a name.")), Length(max=100)])
+    mode = SelectField(_l("Mode"), default="live", choices=[
+        ("live", _l("Live (sk_live_…): your institution's real applicants")),
+        ("test", _l("Test (sk_test_…): the sandbox, never a real applicant")),
+    ])
 
 
 class TimeZoneForm(FlaskForm):

@@ -218,7 +218,7 @@ def test_an_example_of_each_subscribed_type_is_sent_marked_as_a_test(admin, deli
     bodies = {json.loads(request.body)["type"]: json.loads(request.body) for request in delivering.server.wait_for(3)}
     decision = bodies["decision.sent"]
     assert decision["test"] is True and decision["institution_id"] == admin.institution.id
-    assert set(decision) == {"event_id", "type", "occurred_at", "institution_id", "data", "test"}
+    assert set(decision) == {"event_id", "type", "occurred_at", "institution_id", "livemode", "data", "test"}
     assert set(decision["data"]) == {"decision_id", "submission_id", "admission_id", "institution_id",
                                      "decision_status", "sent_at"}
     assert bodies["application.submitted"]["data"]["applicant"] is None, "include-name is off"

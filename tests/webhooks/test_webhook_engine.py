@@ -197,11 +197,13 @@ def test_headers_and_signature_verified_independently(engine, factory, receiver)
     assert headers["X-Karibu-Event-Id"] == headers["Idempotency-Key"] == event_id
     assert headers["X-Karibu-Event-Type"] == "webhook.test"
     assert headers["X-Karibu-Institution-Id"] == institution.id
+    assert headers["X-Karibu-Mode"] == "live"
     assert headers["User-Agent"] == "Karibu-Webhooks/1"
     assert headers["Content-Type"] == "application/json"
     assert abs(int(headers["X-Karibu-Timestamp"]) - time.time()) < 60
     body = verify(secret, headers, request.body, time.time())
-    assert list(body) == ["event_id", "type", "occurred_at", "institution_id", "data"]
+    assert list(body) == ["event_id", "type", "occurred_at", "institution_id", "livemode", "data"]
+    assert body["livemode"] is True
     assert body["event_id"] == event_id and body["institution_id"] == institution.id
     assert body["occurred_at"].endswith("Z")
     assert body["data"] == {"message": "This is a test event from Karibu.", "institution_id": institution.id}
