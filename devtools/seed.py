@@ -16,6 +16,7 @@ from typing import Callable
 from sqlalchemy import func, insert, select, text
 
 from core.applications.documents import document_storage
+from core.applications.references import candidate_reference, institution_prefix
 from core.db import db, note_write
 from core.institutions import create_institution, pipeline
 from core.models import (
@@ -176,8 +177,8 @@ class _Writer:
 
 APPLICANT_COLUMNS = ("id", "institution_id", "first_name", "last_name", "email", "phone", "gender",
                      "date_of_birth", "search_text", "created_at")
-APPLICATION_COLUMNS = ("id", "institution_id", "applicant_id", "program_id", "cycle_id", "campus_id", "stage",
-                       "decision", "enrolled", "paid", "amount", "currency", "submitted_at", "submitted_by_staff",
+APPLICATION_COLUMNS = ("id", "reference", "institution_id", "applicant_id", "program_id", "cycle_id", "campus_id",
+                       "stage", "decision", "enrolled", "paid", "amount", "currency", "submitted_at", "submitted_by_staff",
                        "created_at", "updated_at")
 PAYMENT_COLUMNS = ("id", "institution_id", "application_id", "processor", "processor_reference", "amount",
                    "currency", "status", "created_at", "completed_at")
@@ -195,7 +196,7 @@ _STAGE_CUMULATIVE = list(itertools.accumulate(STAGE_WEIGHTS))
 
 def _generate_batch(rng: random.Random, count: int, institution_id: str, programs: list[SimpleNamespace],
                     cycles: list[SimpleNamespace], stage_keys: list[str], documents: dict, now: datetime,
-                    serial: int):
+                    serial: int, references: _References):
     applicants, applications, payments, decisions, docs = [], [], [], [], []
     submitting_cycles = [cycle for cycle in cycles if cycle.opens_at <= now] or cycles
     stage_cumulative = _STAGE_CUMULATIVE[: len(stage_keys)]
@@ -219,7 +220,8 @@ def _generate_batch(rng: random.Random, count: int, institution_id: str, program
                            rng.choice(("female", "male")),
                            datetime(rng.randint(1995, 2008), rng.randint(1, 12), rng.randint(1, 28)).date(),
                            f"{_FOLDED[first]} {_FOLDED[last]} {email}", submitted_at))
-        applications.append((application_id, institution_id, applicant_id, program.id, cycle.id, None,
+        applications.append((application_id, references.draw(submitted_at.year), institution_id, applicant_id,
+                             program.id, cycle.id, None,
                              rng.choices(stage_keys, cum_weights=stage_cumulative)[0], decision,
                              decision == "accepted" and closed and rng.random() < 0.6, paid, program.fee,
                              program.currency, submitted_at, rng.random() < 0.08, submitted_at, updated_at))
@@ -241,6 +243,22 @@ def _generate_batch(rng: random.Random, count: int, institution_id: str, program
     return applicants, applications, payments, decisions, docs
 
 
+class _References:
+    """Distinct references for the seeded applications, none already taken (by any institution of the prefix)."""
+
+    def __init__(self, institution_name: str):
+        self.prefix = institution_prefix(institution_name)
+        self.taken = set(db.session.scalars(select(Application.reference)
+                                            .where(Application.reference.like(f"{self.prefix}-%"))))
+
+    def draw(self, year: int) -> str:
+        reference = candidate_reference(self.prefix, year)
+        while reference in self.taken:
+            reference = candidate_reference(self.prefix, year)
+        self.taken.add(reference)
+        return reference
+
+
 def seed_demo(applications: int = 200, on_progress: Callable[[int], None] | None = None,
               random_seed: int | None = None) -> SeedResult:
     now = utcnow()
@@ -253,6 +271,7 @@ def seed_demo(applications: int = 200, on_progress: Callable[[int], None] | None
     to_create = max(applications - existing, 0)
     documents = _store_demo_documents()
     rng = random.Random(random_seed)
+    references = _References(institution.name)
     writer = _Writer()
     rebuild_indexes = (writer.without_secondary_indexes()
                        if writer.use_copy and to_create >= REBUILD_INDEXES_FROM else None)
@@ -263,7 +282,7 @@ def seed_demo(applications: int = 200, on_progress: Callable[[int], None] | None
     def generate(offset: int):
         count = min(BATCH_SIZE, to_create - offset)
         return count, _generate_batch(rng, count, institution.id, program_rows, cycle_rows, stage_keys,
-                                      documents, now, existing + offset)
+                                      documents, now, existing + offset, references)
 
     created = 0
     # The next batch is generated while the current one is written: Python and the database work at once.

@@ -26,7 +26,8 @@ def applicant_text(app, applicant_id: str) -> str:
 def second_application(app, first: Application, program_id: str) -> str:
     """Another application of the same applicant (another programme), inserted as the app inserts one."""
     with app.app_context():
-        application = Application(institution_id=first.institution_id, applicant_id=first.applicant_id,
+        application = Application(reference=f"{first.reference}X", institution_id=first.institution_id,
+                                  applicant_id=first.applicant_id,
                                   program_id=program_id, cycle_id=first.cycle_id, stage="submitted")
         db.session.add(application)
         db.session.commit()
