@@ -47,5 +47,5 @@ def typed_reference(text: str) -> str | None:
     parts = text.strip().upper().replace(" ", "").split("-")
     if len(parts) != 3:
         return None
-    reference = f"{parts[0]}-{parts[1]}-{parts[2].translate(_READ_AS)}"
+    reference = f"{parts[0]}-{parts[1].translate(_READ_AS)}-{parts[2].translate(_READ_AS)}"
     return reference if REFERENCE_PATTERN.match(reference) else None
