@@ -1,10 +1,13 @@
-/* Apply form: the phone number is checked as soon as the applicant leaves the field, with the server's own rule
-   (the pattern and the ignored characters come from the page) and its message in the page's language. The form
-   still sends on submit, so the server shows every other mistake with this one at once. */
+/* Apply form: after a refused submission the list of mistakes takes the focus. The phone number is checked as
+   soon as the applicant leaves the field, with the server's own rule (the pattern and the ignored characters
+   come from the page) and its message in the page's language. The form still sends on submit, so the server
+   shows every other mistake with this one at once. */
 (function () {
   "use strict";
 
   document.addEventListener("DOMContentLoaded", function () {
+    var summary = document.getElementById("error-summary");
+    if (summary) { summary.focus(); }  // a refused submission: the list of mistakes is read first
     var phone = document.querySelector("[data-phone-pattern]");
     if (!phone) { return; }
     var pattern = new RegExp(phone.dataset.phonePattern);

@@ -63,6 +63,7 @@ def test_every_mistake_shows_at_once_in_french(page, app, factory, page_errors):
 
     summary = page.locator("#error-summary")
     expect(summary).to_contain_text("Veuillez corriger 4 erreurs")
+    expect(summary).to_be_focused()  # read first
     expect(summary.get_by_role("link")).to_have_text([
         "Programme : Ce champ est obligatoire.", "Prénom : Ce champ est obligatoire.",
         "E-mail : Saisissez une adresse e-mail comme nom@exemple.com.",
