@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 from core.applications.documents import document_storage
 from core.applications.sample_applicants import (
     APPLICANT_COLUMNS, APPLICATION_COLUMNS, DECISION_COLUMNS, DOCUMENT_COLUMNS, DOCUMENT_KINDS, PAYMENT_COLUMNS,
-    REBUILD_INDEXES_FROM, BulkWriter, generate_batch,
+    REBUILD_INDEXES_FROM, BulkWriter, SampleReferences, generate_batch,
 )
 from core.db import db
 from core.institutions import create_institution, pipeline
@@ -122,6 +122,7 @@ def seed_demo(applications: int = 200, on_progress: Callable[[int], None] | None
     to_create = max(applications - existing, 0)
     documents = _store_demo_documents()
     rng = random.Random(random_seed)
+    references = SampleReferences(institution.name)
     writer = BulkWriter()
     rebuild_indexes = (writer.without_secondary_indexes()
                        if writer.use_copy and to_create >= REBUILD_INDEXES_FROM else None)
@@ -132,7 +133,7 @@ def seed_demo(applications: int = 200, on_progress: Callable[[int], None] | None
     def generate(offset: int):
         count = min(BATCH_SIZE, to_create - offset)
         return count, generate_batch(rng, count, InstitutionScope(institution.id), program_rows, cycle_rows,
-                                     stage_keys, documents, now, existing + offset)
+                                     stage_keys, documents, now, existing + offset, references)
 
     created = 0
     # The next batch is generated while the current one is written: Python and the database work at once.

@@ -10,6 +10,7 @@ from core.institutions import create_institution, pipeline
 from core.accounts.api_keys import create_api_key
 from core.models import Applicant, Application, Cycle, Payment, Program, utcnow
 from core.scoping import InstitutionScope
+from core.applications.references import new_reference
 from core.applications.search_text import applicant_search_text
 from core.accounts.users import create_user
 
@@ -83,6 +84,7 @@ class Factory:
             db.session.add(applicant)
             db.session.flush()
             application = Application(
+                reference=new_reference(institution.name, submitted_at),
                 institution_id=institution.id, applicant_id=applicant.id, program_id=program.id,
                 cycle_id=cycle.id, stage=stage, decision=decision, enrolled=enrolled, paid=paid,
                 amount=program.fee, currency=program.currency, submitted_at=submitted_at,

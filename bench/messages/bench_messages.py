@@ -75,7 +75,7 @@ def seed(app, applications: int) -> tuple[str, list[str]]:
             people.append({"id": person, "institution_id": institution.id, "first_name": f"Applicant{number}",
                            "last_name": "Bench", "email": f"applicant{number}@bench.example",
                            "phone": "+250788000000", "search_text": "", "created_at": now})
-            rows.append({"id": application, "institution_id": institution.id, "applicant_id": person,
+            rows.append({"id": application, "reference": f"BU-2026-{number:05d}", "institution_id": institution.id, "applicant_id": person,
                          "program_id": program.id, "cycle_id": cycle.id, "stage": "submitted", "decision": "none",
                          "enrolled": False, "paid": False, "amount": 0, "currency": "RWF", "submitted_at": now,
                          "submitted_by_staff": False, "created_at": now, "updated_at": now})

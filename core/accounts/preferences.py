@@ -96,14 +96,20 @@ def _institution(scope: InstitutionScope):
     return institution
 
 
-def country_time_zone(scope: InstitutionScope) -> str:
-    """The zone of the country the institution's fees are charged in (its most used currency), else UTC."""
+def fee_currency(scope: InstitutionScope) -> str:
+    """The currency the institution charges its fees in (its programs' most used, else its verification
+    price's), upper-case; empty when it has none. It names the institution's country."""
     statement = (scope.select(Program, Program.currency).group_by(Program.currency)
                  .order_by(func.count().desc(), Program.currency).limit(1))
     currency = db.session.scalar(statement)
     if currency is None:
         currency = _institution(scope).verification_currency
-    return TIME_ZONE_BY_CURRENCY.get((currency or "").upper(), FALLBACK_TIME_ZONE)
+    return (currency or "").upper()
+
+
+def country_time_zone(scope: InstitutionScope) -> str:
+    """The zone of the country the institution's fees are charged in (its most used currency), else UTC."""
+    return TIME_ZONE_BY_CURRENCY.get(fee_currency(scope), FALLBACK_TIME_ZONE)
 
 
 def time_zone_of(scope: InstitutionScope) -> str:

@@ -8,16 +8,26 @@ from datetime import datetime
 from sqlalchemy import func
 
 from core.events import emission
-from core.errors import Conflict, InvalidInput, NotFound
+from core.errors import Conflict, InvalidInput, NotFound, problem
+from core.accounts.preferences import fee_currency
 from core.db import db
 from core.i18n import supported_language
 from core.models import Applicant, Application, Cycle, Institution, Program, Stage, utcnow
 from core.scoping import InstitutionScope
+from core.applications.references import new_reference
 from core.applications.search_text import applicant_search_text
 
 EMAIL_PATTERN = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 # An international number: optional +, 7 to 15 digits (E.164 length), spaces and dashes ignored.
 PHONE_PATTERN = re.compile(r"^\+?[0-9]{7,15}$")
+# What a number may hold besides: removed before the check and before it is stored.
+PHONE_IGNORED = re.compile(r"[\s-]")
+# How a mobile number is written in the country of the institution's fee currency: the form's hint.
+PHONE_FORMAT_BY_CURRENCY = {
+    "RWF": "+250 7xx xxx xxx",
+    "UGX": "+256 7xx xxx xxx",
+    "KES": "+254 7xx xxx xxx",
+}
 NAME_MAX = 100
 EMAIL_MAX = 254
 
@@ -47,6 +57,11 @@ def open_cycles(scope: InstitutionScope) -> list[OpenCycle]:
                       cycle.closes_at) for cycle in cycles]
 
 
+def phone_format(scope: InstitutionScope) -> str | None:
+    """How a mobile number is written in the institution's country (`+250 7xx xxx xxx`), if known."""
+    return PHONE_FORMAT_BY_CURRENCY.get(fee_currency(scope))
+
+
 def active_institution(scope: InstitutionScope) -> Institution:
     institution = scope.institution() if "\x00" not in scope.institution_id else None
     if institution is None or not institution.is_active:
@@ -54,48 +69,92 @@ def active_institution(scope: InstitutionScope) -> Institution:
     return institution
 
 
-def clean_applicant_fields(fields: ApplicantFields) -> ApplicantFields:
-    """Trimmed, validated fields; the first problem raises InvalidInput naming the field."""
+def phone_digits(phone: str | None) -> str:
+    """The number as checked and stored: spaces and dashes removed."""
+    return PHONE_IGNORED.sub("", phone or "")
+
+
+def _field_problem(name: str, rule: str, message: str, **values) -> dict:
+    """A problem with one field; `rule` (required, too_long, email, phone, …) lets a page word it itself."""
+    return problem("body", name, message, rule=rule, **values)
+
+
+def applicant_field_problems(fields: ApplicantFields, *, phone_required: bool = False
+                             ) -> tuple[ApplicantFields, list[dict]]:
+    """The trimmed fields and every problem with them (not only the first), each naming its field."""
+    problems = []
     for name in ("first_name", "last_name", "email", "phone"):
         if "\x00" in (getattr(fields, name) or ""):
-            raise InvalidInput(f"{name} must not contain NUL characters", field=name)
-    first_name, last_name = fields.first_name.strip(), fields.last_name.strip()
+            problems.append(_field_problem(name, "invalid", f"{name} must not contain NUL characters"))
+    if problems:
+        return fields, problems
+    first_name, last_name = (fields.first_name or "").strip(), (fields.last_name or "").strip()
     for name, value in (("first_name", first_name), ("last_name", last_name)):
         if not value:
-            raise InvalidInput(f"{name} is required", field=name)
-        if len(value) > NAME_MAX:
-            raise InvalidInput(f"{name} must be at most {NAME_MAX} characters", field=name)
-    email = fields.email.strip().lower()
-    if len(email) > EMAIL_MAX or not EMAIL_PATTERN.match(email):
-        raise InvalidInput("email must be an email address such as name@example.com", field="email")
-    phone = re.sub(r"[\s-]", "", fields.phone or "") or None
-    if phone is not None and not PHONE_PATTERN.match(phone):
-        raise InvalidInput("phone must be a phone number of 7 to 15 digits, optionally starting with +",
-                           field="phone")
-    return ApplicantFields(first_name, last_name, email, phone)
+            problems.append(_field_problem(name, "required", f"{name} is required"))
+        elif len(value) > NAME_MAX:
+            problems.append(_field_problem(name, "too_long", f"{name} must be at most {NAME_MAX} characters",
+                                           limit=NAME_MAX))
+    email = (fields.email or "").strip().lower()
+    if not email:
+        problems.append(_field_problem("email", "required", "email is required"))
+    elif len(email) > EMAIL_MAX or not EMAIL_PATTERN.match(email):
+        problems.append(_field_problem("email", "email", "email must be an email address such as name@example.com"))
+    phone = phone_digits(fields.phone) or None
+    if phone is None and phone_required:
+        problems.append(_field_problem("phone", "required", "phone is required"))
+    elif phone is not None and not PHONE_PATTERN.match(phone):
+        problems.append(_field_problem("phone", "phone",
+                                       "phone must be a phone number of 7 to 15 digits, optionally starting with +"))
+    return ApplicantFields(first_name, last_name, email, phone), problems
+
+
+def _cycle_and_program(scope: InstitutionScope, cycle_id, program_id) -> tuple[Cycle | None, Program | None,
+                                                                                 list[dict]]:
+    """The chosen cycle (open now) and program (offered in it), and the problems with either."""
+    problems = []
+    for name, value in (("cycle_id", cycle_id), ("program_id", program_id)):
+        if not value:
+            problems.append(_field_problem(name, "required", f"{name} is required"))
+        elif not isinstance(value, str) or "\x00" in value:
+            problems.append(_field_problem(name, "invalid", f"{name} must be an id"))
+    named = {entry["name"] for entry in problems}
+    cycle = scope.get(Cycle, cycle_id) if "cycle_id" not in named else None
+    now = utcnow()
+    if "cycle_id" not in named:
+        if cycle is None:
+            problems.append(_field_problem("cycle_id", "invalid", "cycle_id is not a cycle of this institution"))
+        elif not cycle.opens_at <= now < cycle.closes_at:
+            problems.append(_field_problem("cycle_id", "closed",
+                                           f"cycle {cycle.name!r} is not open for applications"))
+            cycle = None
+    program = scope.get(Program, program_id) if "program_id" not in named else None
+    if "program_id" not in named:
+        if program is None:
+            problems.append(_field_problem("program_id", "invalid",
+                                           "program_id is not a program of this institution"))
+        elif cycle is not None and program not in cycle.programs:
+            problems.append(_field_problem("program_id", "not_in_cycle",
+                                           f"program_id is not a program offered in cycle {cycle.name!r}"))
+    return cycle, program, problems
 
 
 def submit_application(scope: InstitutionScope, program_id: str, cycle_id: str, applicant: ApplicantFields, *,
-                       submitted_by_staff: bool = False, language: str | None = None) -> Application:
-    """Create the application (and its applicant, matched by email) and emit `application.submitted`, in one commit.
+                       submitted_by_staff: bool = False, language: str | None = None,
+                       phone_required: bool = False) -> Application:
+    """Create the application (and its applicant, matched by email) with its reference, and emit
+    `application.submitted`, in one commit.
 
-    Raises InvalidInput for a bad field or closed cycle, Conflict when the email already applied to this program
-    and cycle. `language` (en, fr, sw; else the institution's default) is the one its messages are written in.
+    Raises InvalidInput with every problem at once (bad fields, a closed cycle, a program it does not offer),
+    Conflict when the email already applied to this program and cycle. `language` (en, fr, sw; else the
+    institution's default) is the one its messages are written in.
     """
-    active_institution(scope)
-    fields = clean_applicant_fields(applicant)
-    for name, value in (("cycle_id", cycle_id), ("program_id", program_id)):
-        if not isinstance(value, str) or "\x00" in value:
-            raise InvalidInput(f"{name} must be an id", field=name)
-    cycle = scope.get(Cycle, cycle_id)
-    if cycle is None:
-        raise InvalidInput("cycle_id is not a cycle of this institution", field="cycle_id")
-    now = utcnow()
-    if not cycle.opens_at <= now < cycle.closes_at:
-        raise InvalidInput(f"cycle {cycle.name!r} is not open for applications", field="cycle_id")
-    program = scope.get(Program, program_id)
-    if program is None or program not in cycle.programs:
-        raise InvalidInput(f"program_id is not a program offered in cycle {cycle.name!r}", field="program_id")
+    institution = active_institution(scope)
+    fields, problems = applicant_field_problems(applicant, phone_required=phone_required)
+    cycle, program, choice_problems = _cycle_and_program(scope, cycle_id, program_id)
+    problems += choice_problems
+    if problems:
+        raise InvalidInput(problems[0]["message"], errors=problems)
     first_stage = db.session.scalar(scope.select(Stage, Stage.key).order_by(Stage.position, Stage.key).limit(1))
     if first_stage is None:
         raise Conflict("this institution has no admission pipeline yet")
@@ -106,8 +165,10 @@ def submit_application(scope: InstitutionScope, program_id: str, cycle_id: str, 
                Application.cycle_id == cycle.id, func.lower(func.trim(Applicant.email)) == fields.email))
     if already:
         raise Conflict("an application with this email already exists for this program and cycle",
-                       field="email")
+                       errors=[_field_problem("email", "duplicate", "an application with this email already "
+                                              "exists for this program and cycle")])
 
+    now = utcnow()
     person = _applicant_with_email(scope, fields.email)
     if person is None:
         person = Applicant(institution_id=scope.institution_id, first_name=fields.first_name,
@@ -119,6 +180,7 @@ def submit_application(scope: InstitutionScope, program_id: str, cycle_id: str, 
     elif person.phone is None:
         person.phone = fields.phone
     application = Application(
+        reference=new_reference(institution.display_name or institution.name, now),
         institution_id=scope.institution_id, applicant_id=person.id, applicant=person, program_id=program.id,
         cycle_id=cycle.id, stage=first_stage, amount=program.fee, currency=program.currency, paid=False,
         submitted_at=now, submitted_by_staff=submitted_by_staff, created_at=now, updated_at=now)

@@ -34,7 +34,7 @@ class FieldKind:
 
 # Text as stored; in CSV a text that a spreadsheet would run as a formula is neutralised.
 TEXT = FieldKind("text", "string")
-# An id made by new_id(): text that always starts with a letter, so CSV writes it as it is.
+# An id made by new_id(), or a reference: text that always starts with a letter, so CSV writes it as it is.
 IDENTIFIER = FieldKind("identifier", "string")
 # true/false in JSON and in CSV.
 BOOLEAN = FieldKind("boolean", "boolean", bool, bool)
@@ -61,6 +61,7 @@ class RecordField:
 # group (`personal`, `application`, `payment`) stay together.
 APPLICATION_FIELDS: tuple[RecordField, ...] = (
     RecordField("id", Application.id, IDENTIFIER),
+    RecordField("reference", Application.reference, IDENTIFIER),
     RecordField("applicant_id", Application.applicant_id, IDENTIFIER),
     RecordField("personal.first_name", Applicant.first_name, TEXT),
     RecordField("personal.last_name", Applicant.last_name, TEXT),

@@ -7,8 +7,9 @@ import random
 from datetime import datetime, timedelta
 from types import SimpleNamespace
 
-from sqlalchemy import insert, text
+from sqlalchemy import insert, select, text
 
+from core.applications.references import candidate_reference, institution_prefix
 from core.applications.search_text import fold
 from core.db import db, note_write
 from core.models import Applicant, Application, Decision, Document, Payment, new_id
@@ -81,8 +82,8 @@ class BulkWriter:
 
 APPLICANT_COLUMNS = ("id", "institution_id", "first_name", "last_name", "email", "phone", "gender",
                      "date_of_birth", "search_text", "created_at")
-APPLICATION_COLUMNS = ("id", "institution_id", "applicant_id", "program_id", "cycle_id", "campus_id", "stage",
-                       "decision", "enrolled", "paid", "amount", "currency", "submitted_at", "submitted_by_staff",
+APPLICATION_COLUMNS = ("id", "reference", "institution_id", "applicant_id", "program_id", "cycle_id", "campus_id",
+                       "stage", "decision", "enrolled", "paid", "amount", "currency", "submitted_at", "submitted_by_staff",
                        "created_at", "updated_at")
 PAYMENT_COLUMNS = ("id", "institution_id", "application_id", "processor", "processor_reference", "amount",
                    "currency", "status", "created_at", "completed_at")
@@ -98,9 +99,25 @@ _DECISION_CUMULATIVE = list(itertools.accumulate(DECISION_WEIGHTS.values()))
 _STAGE_CUMULATIVE = list(itertools.accumulate(STAGE_WEIGHTS))
 
 
+class SampleReferences:
+    """Distinct references for generated applications, none already taken (by any institution of the prefix)."""
+
+    def __init__(self, institution_name: str):
+        self.prefix = institution_prefix(institution_name)
+        self.taken = set(db.session.scalars(select(Application.reference)
+                                            .where(Application.reference.like(f"{self.prefix}-%"))))
+
+    def draw(self, year: int) -> str:
+        reference = candidate_reference(self.prefix, year)
+        while reference in self.taken:
+            reference = candidate_reference(self.prefix, year)
+        self.taken.add(reference)
+        return reference
+
+
 def generate_batch(rng: random.Random, count: int, scope: InstitutionScope, programs: list[SimpleNamespace],
                    cycles: list[SimpleNamespace], stage_keys: list[str], documents: dict, now: datetime,
-                   serial: int):
+                   serial: int, references: SampleReferences):
     """`count` applicants numbered from `serial` with an application each (a payment, decision and documents for
     some), as rows of APPLICANT_COLUMNS, APPLICATION_COLUMNS, …; no documents when `documents` is empty."""
     institution_id = scope.institution_id
@@ -127,7 +144,8 @@ def generate_batch(rng: random.Random, count: int, scope: InstitutionScope, prog
                            rng.choice(("female", "male")),
                            datetime(rng.randint(1995, 2008), rng.randint(1, 12), rng.randint(1, 28)).date(),
                            f"{_FOLDED[first]} {_FOLDED[last]} {email}", submitted_at))
-        applications.append((application_id, institution_id, applicant_id, program.id, cycle.id, None,
+        applications.append((application_id, references.draw(submitted_at.year), institution_id, applicant_id,
+                             program.id, cycle.id, None,
                              rng.choices(stage_keys, cum_weights=stage_cumulative)[0], decision,
                              decision == "accepted" and closed and rng.random() < 0.6, paid, program.fee,
                              program.currency, submitted_at, rng.random() < 0.08, submitted_at, updated_at))

@@ -13,7 +13,7 @@ from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError
 
 from core.applications.sample_applicants import (
-    APPLICANT_COLUMNS, APPLICATION_COLUMNS, DECISION_COLUMNS, PAYMENT_COLUMNS, BulkWriter, generate_batch,
+    APPLICANT_COLUMNS, APPLICATION_COLUMNS, DECISION_COLUMNS, PAYMENT_COLUMNS, BulkWriter, SampleReferences, generate_batch,
 )
 from core.db import db
 from core.errors import NotFound
@@ -119,7 +119,7 @@ def _fill(live: InstitutionScope, sandbox: InstitutionScope, on_progress: Callab
     stage_keys = [stage.key for stage in stages]
     applicants, applications, payments, decisions, _ = generate_batch(
         random.Random(), SANDBOX_APPLICATIONS, sandbox, program_rows, cycle_rows, stage_keys, {},
-        now, 0)
+        now, 0, SampleReferences(db.session.get(Institution, sandbox.institution_id).name))
     writer = BulkWriter()
     writer.write(Applicant.__table__, APPLICANT_COLUMNS, applicants)
     writer.write(Application.__table__, APPLICATION_COLUMNS, applications)

@@ -39,8 +39,8 @@ LOGO_HEIGHT, LOGO_MAX_WIDTH = 48, 240
 SENDER_LIMIT = Message.__table__.c.sender.type.length
 # Stand-ins for an applicant's own values while a template is rendered once for many applicants.
 _STAND_IN = secrets.token_hex(6)
-FIRST_NAME, LAST_NAME, LINK = (f"KaribuFirstName{_STAND_IN}", f"KaribuLastName{_STAND_IN}",
-                               f"KaribuLink{_STAND_IN}")
+FIRST_NAME, LAST_NAME, LINK, REFERENCE = (f"KaribuFirstName{_STAND_IN}", f"KaribuLastName{_STAND_IN}",
+                                          f"KaribuLink{_STAND_IN}", f"KaribuReference{_STAND_IN}")
 
 
 def response_links(decisions: Sequence[Decision]) -> dict[str, str]:
@@ -111,28 +111,32 @@ class _DecisionMessages:
                                                   *applicant_sender(identity, self.config))
         return self._institutions[institution.id]
 
-    def _shared_and_personal(self, institution: Institution, applicant: Applicant, program_name: str,
-                             cycle_name: str, status: str, link: str | None) -> tuple[tuple, dict]:
+    def _shared_and_personal(self, institution: Institution, applicant: Applicant, reference: str,
+                             program_name: str, cycle_name: str, status: str, link: str | None
+                             ) -> tuple[tuple, dict]:
         identity, logo_size, _, _ = self._institution(institution)
         language = _language_of(applicant, institution)
         answerable = status in ANSWERABLE_DECISIONS
         valid_until = applicant_date(self.now + RESPONSE_LINK_MAX_AGE, identity.time_zone, language) \
             if answerable else None
         shared = (language, identity, logo_size, program_name, cycle_name, status, answerable, valid_until)
-        personal = {LINK: link or "", FIRST_NAME: applicant.first_name, LAST_NAME: applicant.last_name}
+        personal = {LINK: link or "", FIRST_NAME: applicant.first_name, LAST_NAME: applicant.last_name,
+                    REFERENCE: reference}
         return shared, personal
 
-    def email(self, institution: Institution, applicant: Applicant, program_name: str, cycle_name: str,
-              status: str, link: str | None) -> DecisionEmail:
-        shared, personal = self._shared_and_personal(institution, applicant, program_name, cycle_name, status, link)
+    def email(self, institution: Institution, applicant: Applicant, reference: str, program_name: str,
+              cycle_name: str, status: str, link: str | None) -> DecisionEmail:
+        shared, personal = self._shared_and_personal(institution, applicant, reference, program_name, cycle_name,
+                                                     status, link)
         _, _, sender, reply_to = self._institution(institution)
         rendered = self._templates.email(shared, personal)
         return DecisionEmail(language=shared[0], sender=sender, reply_to=reply_to, subject=rendered.subject,
                              text=rendered.text, html=rendered.html)
 
-    def sms(self, institution: Institution, applicant: Applicant, program_name: str, cycle_name: str,
-            status: str, link: str | None) -> str:
-        shared, personal = self._shared_and_personal(institution, applicant, program_name, cycle_name, status, link)
+    def sms(self, institution: Institution, applicant: Applicant, reference: str, program_name: str,
+            cycle_name: str, status: str, link: str | None) -> str:
+        shared, personal = self._shared_and_personal(institution, applicant, reference, program_name, cycle_name,
+                                                     status, link)
         return self._templates.sms(shared, personal)
 
 
@@ -162,19 +166,19 @@ def queue_decision_messages(decisions: Sequence[Decision]) -> int:
     if not decisions:
         return 0
     by_application = {decision.application_id: decision for decision in decisions}
-    rows = _decision_rows(select(Application.id, Applicant, Program.name, Cycle.name, Institution)
-                          .where(Application.id.in_(list(by_application))))
+    rows = _decision_rows(select(Application.id, Application.reference, Applicant, Program.name, Cycle.name,
+                                 Institution).where(Application.id.in_(list(by_application))))
     sender_domain = address_of(settings().MAIL_DEFAULT_SENDER).rpartition("@")[2] or "karibu.localhost"
     with_sms = sms_enabled()
     links = response_links(decisions)
     composer = _DecisionMessages()
     now = composer.now
     messages: list[dict] = []
-    for application_id, applicant, program_name, cycle_name, institution in rows:
+    for application_id, reference, applicant, program_name, cycle_name, institution in rows:
         decision = by_application[application_id]
         link = links.get(decision.id)
         slot = LINK_SLOT if link else None  # the link itself is stored only encrypted (core.messages.private_links)
-        email = composer.email(institution, applicant, program_name, cycle_name, decision.status, slot)
+        email = composer.email(institution, applicant, reference, program_name, cycle_name, decision.status, slot)
         message_id = new_id("msg")
         messages.append(_row(
             message_id, decision, "email", applicant.email, email.language, now,
@@ -187,7 +191,8 @@ def queue_decision_messages(decisions: Sequence[Decision]) -> int:
             messages.append(_row(
                 new_id("msg"), decision, "sms", applicant.phone, email.language, now,
                 recipient_name=f"{applicant.first_name} {applicant.last_name}",
-                body_text=composer.sms(institution, applicant, program_name, cycle_name, decision.status, slot),
+                body_text=composer.sms(institution, applicant, reference, program_name, cycle_name, decision.status,
+                                       slot),
                 private_link=seal(link),
                 problem=None if valid_international_phone(applicant.phone) else
                 "The phone number is not in international format (+ and country code); nothing was sent.",
@@ -204,14 +209,14 @@ def preview_decision_email(scope: InstitutionScope, application_id: str, decisio
     if decision not in DECISIONS or decision == "none":
         raise InvalidInput(f"decision must be one of: {', '.join(d for d in DECISIONS if d != 'none')}",
                            field="decision")
-    rows = _decision_rows(scope.select(Application, Applicant, Program.name, Cycle.name, Institution)
-                          .where(Application.id == application_id))
+    rows = _decision_rows(scope.select(Application, Application.reference, Applicant, Program.name, Cycle.name,
+                                       Institution).where(Application.id == application_id))
     if not rows:
         raise NotFound("Application not found")
-    [(applicant, program_name, cycle_name, institution)] = rows
+    [(reference, applicant, program_name, cycle_name, institution)] = rows
     link = settings().PUBLIC_BASE_URL.rstrip("/") + RESPONSE_PATH + PREVIEW_LINK_TOKEN \
         if decision in ANSWERABLE_DECISIONS else None
-    email = _DecisionMessages().email(institution, applicant, program_name, cycle_name, decision, link)
+    email = _DecisionMessages().email(institution, applicant, reference, program_name, cycle_name, decision, link)
     return EmailPreview(sender=email.sender, reply_to=email.reply_to,
                         recipient=header_safe(applicant.email, 254),
                         subject=email.subject, text=email.text, html=email.html)
@@ -246,7 +251,7 @@ class _RenderedOnce:
 
     def _context(self, shared: tuple) -> dict:
         language, identity, logo_size, program, cycle, decision, answerable, valid_until = shared
-        return {"first_name": FIRST_NAME, "last_name": LAST_NAME, "institution": identity.name, "program": program,
+        return {"first_name": FIRST_NAME, "last_name": LAST_NAME, "reference": REFERENCE, "institution": identity.name, "program": program,
                 "cycle": cycle, "decision": decision, "language": language, "link": LINK if answerable else None,
                 "valid_until": valid_until, "colour": identity.colour, "contact_email": identity.contact_email,
                 "website": identity.website, "footer": identity.footer,

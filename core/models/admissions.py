@@ -94,9 +94,12 @@ class Application(Base):
         Index("ix_applications_inst_cycle_submitted", "institution_id", "cycle_id", "submitted_at", "id"),
         Index("ix_applications_inst_updated", "institution_id", "updated_at", "id"),
         Index("ix_applications_inst_stage_submitted", "institution_id", "stage", "submitted_at", "id"),
+        Index("ix_applications_reference", "reference", unique=True),
     )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=lambda: new_id("app"))
+    # What the applicant quotes (`DU-2026-4KX7P`, core.applications.references), unique across institutions.
+    reference: Mapped[str] = mapped_column(String(20))
     institution_id: Mapped[str] = mapped_column(ForeignKey("institutions.id"))
     applicant_id: Mapped[str] = mapped_column(ForeignKey("applicants.id"), index=True)
     program_id: Mapped[str] = mapped_column(ForeignKey("programs.id"), index=True)

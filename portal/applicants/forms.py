@@ -52,9 +52,13 @@ class SendDecisionForm(FlaskForm):
 
 
 class RecordAnswerForm(FlaskForm):
-    response = SelectField(_l("Applicant's answer"), choices=[("accepted", _l("Accepted the decision")),
+    """An answer given by phone or in person: nothing chosen at first; the first post asks for a confirmation
+    naming the applicant, the decision and the answer, the second (`confirm`) records it."""
+    response = SelectField(_l("Applicant's answer"), choices=[("", _l("Choose the answer…")),
+                                                             ("accepted", _l("Accepted the decision")),
                                                              ("declined", _l("Declined the decision"))],
                            validators=[DataRequired(_l("Choose the applicant's answer."))])
+    confirm = BooleanField()
 
 
 class DataExportForm(FlaskForm):

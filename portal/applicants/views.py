@@ -228,7 +228,8 @@ def _state_form(record: dict, pipeline) -> ApplicationStateForm:
     return form
 
 
-def _file_page(application_id: str, **extra):
+def file_page(application_id: str, **extra):
+    """The context of an applicant's file page (`extra` added or replacing)."""
     file = applicant_file(g.scope, application_id)
     pipeline = stage_pipeline(g.scope)
     context = dict(file=file, record=file.record, stage_names=_stage_names(pipeline),
@@ -247,7 +248,7 @@ def _file_address(application_id: str) -> str:
 @bp.get("/applicants/<application_id>")
 @staff_required
 def applicant_detail(application_id: str):
-    context = _file_page(application_id)
+    context = file_page(application_id)
     audit("applicant.view", application_id)
     return render_page("applicants/detail.html", **context)
 
@@ -270,7 +271,7 @@ def applicant_change_state(application_id: str):
             raise NotFound(_("Application not found")) from None
         audit("applicant.change_state", application_id, status=400)
         errors = {problem["name"].rpartition(".")[2]: _row_problem(problem) for problem in error.errors}
-        context = _file_page(application_id, state_errors=errors)
+        context = file_page(application_id, state_errors=errors)
         context["state_form"].stage.data, context["state_form"].decision.data = form.stage.data, form.decision.data
         if not is_partial_request():
             return render_page("applicants/detail.html", status=400, **context)
@@ -281,7 +282,7 @@ def applicant_change_state(application_id: str):
         flash(notice, "ok")
         return redirect(_file_address(application_id))
     return render_page("applicants/partial/state.html", state_notice=notice, oob=True,
-                       **_file_page(application_id))
+                       **file_page(application_id))
 
 
 @bp.post("/applicants/<application_id>/send-decision")
@@ -292,7 +293,7 @@ def applicant_send_decision(application_id: str):
     form = submitted(SendDecisionForm())
     if not form.confirm.data:
         check_updates(g.scope, parse_updates({"updates": [{"id": application_id, "send_decision": True}]}))
-        context = _file_page(application_id)
+        context = file_page(application_id)
         current = context["file"].current_decision
         if current is None or current.sent_at is None:  # else: the answer below says when it was sent
             context["send_plan"] = plan_decision_sends(g.scope, [application_id])
@@ -312,7 +313,7 @@ def applicant_send_decision(application_id: str):
         flash(message, "ok" if outcome.sent else "info")
         return redirect(_file_address(application_id))
     return render_page("applicants/partial/decision_sent.html", send_notice=message, send_ok=outcome.sent,
-                       status=200 if outcome.sent else 409, **_file_page(application_id))
+                       status=200 if outcome.sent else 409, **file_page(application_id))
 
 
 def _export_request():

@@ -10,9 +10,11 @@ from flask import Blueprint, abort, current_app, g, redirect, render_template, r
 from flask_babel import gettext, lazy_gettext, refresh
 from flask_wtf import FlaskForm
 from wtforms import SelectField, StringField
-from wtforms.validators import AnyOf, DataRequired, Length
+from wtforms.validators import AnyOf, DataRequired
 
-from core.applications.applying import ApplicantFields, active_institution, open_cycles, submit_application
+from core.applications.applying import (
+    PHONE_IGNORED, PHONE_PATTERN, ApplicantFields, active_institution, open_cycles, phone_format, submit_application,
+)
 from core.applications.decision_answers import ANSWERABLE_DECISIONS, RESPONSES, decision_for_token, record_decision_response
 from core.audit.recording import AuditEntry
 from core.config import settings
@@ -90,15 +92,56 @@ def brand_colours(colour: str):
 
 
 class ApplyForm(FlaskForm):
-    cycle_id = SelectField(lazy_gettext("Admission cycle"), validators=[DataRequired()], validate_choice=False)
-    program_id = SelectField(lazy_gettext("Program"), validators=[DataRequired()], validate_choice=False)
-    first_name = StringField(lazy_gettext("First name"), validators=[DataRequired(), Length(max=100)])
-    last_name = StringField(lazy_gettext("Last name"), validators=[DataRequired(), Length(max=100)])
-    email = StringField(lazy_gettext("Email"), validators=[DataRequired(), Length(max=254)])
-    phone = StringField(lazy_gettext("Phone"), validators=[DataRequired(), Length(max=32)])
+    """The apply form. Its fields are checked by core (`submit_application`), all together, so every mistake
+    shows at once; only the CSRF token is checked here."""
+    cycle_id = SelectField(lazy_gettext("Admission cycle"), validate_choice=False)
+    program_id = SelectField(lazy_gettext("Program"), validate_choice=False)
+    first_name = StringField(lazy_gettext("First name"))
+    last_name = StringField(lazy_gettext("Last name"))
+    email = StringField(lazy_gettext("Email"))
+    phone = StringField(lazy_gettext("Phone"))
     # Each language in its own name, so a reader of any of them finds theirs.
     language = SelectField(lazy_gettext("Language of our messages to you"), choices=list(LANGUAGES.items()),
-                           validators=[DataRequired(), AnyOf(list(LANGUAGES))])
+                           validate_choice=False)
+
+
+def _with_placeholder(choices: list[tuple[str, str]], placeholder: str) -> list[tuple[str, str]]:
+    """Several choices start on an empty "Choose …" option, so none is picked for the applicant; one is given."""
+    return [("", placeholder), *choices] if len(choices) > 1 else choices
+
+
+def _phone_message() -> str:
+    return gettext("Enter a phone number of 7 to 15 digits, which may start with +.")
+
+
+def _problem_message(rule: str, limit: int | None = None) -> str:
+    """A core problem's rule in the applicant's language."""
+    messages = {
+        "required": gettext("This is required."),
+        "too_long": gettext("Use at most %(limit)d characters.", limit=limit or 0),
+        "email": gettext("Enter an email address such as name@example.com."),
+        "phone": _phone_message(),
+        "closed": gettext("This admission cycle is no longer open for applications: choose another."),
+        "not_in_cycle": gettext("This program is not offered in the chosen admission cycle."),
+        "duplicate": gettext("You have already applied to this program in this cycle with this email address."),
+    }
+    return messages.get(rule, gettext("Choose one of the options in the list."))
+
+
+def field_error(field, message: str) -> str:
+    """An error as the applicant reads it: the field's label, then what to do."""
+    return gettext("%(field)s: %(problem)s", field=field.label.text, problem=message)
+
+
+def _show_problems(form: ApplyForm, error: InvalidInput | Conflict) -> None:
+    """Each problem of a refused submission at its field, in the applicant's language."""
+    for entry in error.errors:
+        field = form._fields.get(entry["name"])
+        if field is None or "rule" not in entry:
+            continue
+        field.errors = [*field.errors, field_error(field, _problem_message(entry["rule"], entry.get("limit")))]
+    if not error.errors:  # not about a field: the institution cannot take applications yet
+        form.form_errors.append(gettext("Applications cannot be received right now. Please try again later."))
 
 
 class DecisionResponseForm(FlaskForm):
@@ -113,33 +156,36 @@ def apply(institution_id: str):
     language = use_language(visitor_language(institution.default_language))
     cycles = open_cycles(scope)
     form = ApplyForm(language=language)
-    form.cycle_id.choices = [(cycle.id, cycle.name) for cycle in cycles]
-    form.program_id.choices = sorted({program for cycle in cycles for program in cycle.programs},
-                                     key=lambda program: program[1])
+    form.cycle_id.choices = _with_placeholder([(cycle.id, cycle.name) for cycle in cycles],
+                                              gettext("Choose an admission cycle"))
+    form.program_id.choices = _with_placeholder(
+        sorted({program for cycle in cycles for program in cycle.programs}, key=lambda program: program[1]),
+        gettext("Choose a program"))
     status = 200
-    if form.validate_on_submit():
-        try:
-            application = submit_application(
-                scope, form.program_id.data, form.cycle_id.data,
-                ApplicantFields(form.first_name.data, form.last_name.data, form.email.data, form.phone.data),
-                language=form.language.data)
-        except (InvalidInput, Conflict) as error:
-            field = getattr(form, error.name or "", None)
-            if field is not None:
-                field.errors = [*field.errors, error.message]
-            else:
-                form.form_errors.append(error.message)
-            status = error.status
-            _audit("application.submit", institution.id, "")
+    if form.is_submitted():
+        if not form.validate():
+            form.form_errors.append(gettext("This page expired. Please fill in the form again."))
+            status = 400
         else:
-            _audit("application.submit", institution.id, application.id)
-            session[_SUBMITTED_KEY] = {"id": application.id, "email": application.applicant.email,
-                                       "language": form.language.data,
-                                       "submitted_at": application.submitted_at.isoformat()}
-            return redirect(url_for("public.applied", institution_id=institution.id))
-    elif form.is_submitted():
-        status = 400
-    return _render("public/apply.html", applicant_identity(institution), status, cycles=cycles, form=form)
+            try:
+                application = submit_application(
+                    scope, form.program_id.data, form.cycle_id.data,
+                    ApplicantFields(form.first_name.data, form.last_name.data, form.email.data, form.phone.data),
+                    language=form.language.data, phone_required=True)
+            except (InvalidInput, Conflict) as error:
+                _show_problems(form, error)
+                status = error.status
+                _audit("application.submit", institution.id, "")
+            else:
+                _audit("application.submit", institution.id, application.id)
+                session[_SUBMITTED_KEY] = {"id": application.id, "reference": application.reference,
+                                           "email": application.applicant.email, "language": form.language.data,
+                                           "submitted_at": application.submitted_at.isoformat()}
+                return redirect(url_for("public.applied", institution_id=institution.id))
+    return _render("public/apply.html", applicant_identity(institution), status, cycles=cycles, form=form,
+                   phone_format=phone_format(scope), phone_pattern=PHONE_PATTERN.pattern,
+                   phone_ignored=PHONE_IGNORED.pattern, phone_message=field_error(form.phone, _phone_message()),
+                   phone_required_message=field_error(form.phone, _problem_message("required")))
 
 
 @public_bp.get("/apply/<institution_id>/submitted")

@@ -60,7 +60,7 @@ def test_record_order_and_non_ascii_text_reach_the_partner(api_get, factory, ten
     body = json.loads(response.data)
     assert list(body) == ["code", "has_next", "data"]
     record = body["data"][0]
-    assert list(record) == ["id", "applicant_id", "personal", "application", "payment"]
+    assert list(record) == ["id", "reference", "applicant_id", "personal", "application", "payment"]
     assert record["personal"]["last_name"] == "Müller-Ngabo 🎓"
 
 

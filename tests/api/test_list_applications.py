@@ -28,6 +28,7 @@ def test_record_has_the_spec_shape_and_the_extra_fields(api_get, factory, tenant
         "has_next": False,
         "data": [{
             "id": application.id,
+            "reference": application.reference,
             "applicant_id": application.applicant_id,
             "personal": {"first_name": "Aimée", "last_name": "Uwase", "email": "aimee@example.rw",
                          "phone": "+250788000000"},

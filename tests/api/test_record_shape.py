@@ -17,7 +17,7 @@ EXPORT = "/api/v1/applications/export"
 
 # docs/api.md, "CSV": the header row of the dotted field names, in record order.
 CSV_HEADER = (
-    "id,applicant_id,personal.first_name,personal.last_name,personal.email,personal.phone,"
+    "id,reference,applicant_id,personal.first_name,personal.last_name,personal.email,personal.phone,"
     "application.program_id,application.program_name,application.cycle_id,application.cycle_name,"
     "application.stage,application.decision,application.enrolled,application.submitted_at,"
     "application.submitted_by_staff,application.updated_at,payment.paid,payment.currency,payment.amount"
@@ -43,6 +43,7 @@ def expected_records(tenant, full, bare) -> list[dict]:
     return [
         {
             "id": full.id,
+            "reference": full.reference,
             "applicant_id": full.applicant_id,
             "personal": {"first_name": "Aimée", "last_name": "Uwase", "email": "aimee@example.rw",
                          "phone": "+250788000000"},
@@ -57,6 +58,7 @@ def expected_records(tenant, full, bare) -> list[dict]:
         },
         {
             "id": bare.id,
+            "reference": bare.reference,
             "applicant_id": bare.applicant_id,
             "personal": {"first_name": "Jean", "last_name": "=Mugisha", "email": "jean@example.rw", "phone": None},
             "application": {
@@ -74,10 +76,10 @@ def expected_records(tenant, full, bare) -> list[dict]:
 def expected_csv(tenant, full, bare) -> str:
     return "\n".join([
         CSV_HEADER,
-        f"{full.id},{full.applicant_id},Aimée,Uwase,aimee@example.rw,+250788000000,{tenant.other_program.id},"
+        f"{full.id},{full.reference},{full.applicant_id},Aimée,Uwase,aimee@example.rw,+250788000000,{tenant.other_program.id},"
         f"Alpha University Nursing,{tenant.cycle.id},Alpha University 2026 Intake,interview,accepted,true,"
         f"2026-03-01T08:15:00Z,true,2026-03-03T08:15:00.250000Z,true,USD,75.50",
-        f"{bare.id},{bare.applicant_id},Jean,'=Mugisha,jean@example.rw,,{tenant.program.id},"
+        f"{bare.id},{bare.reference},{bare.applicant_id},Jean,'=Mugisha,jean@example.rw,,{tenant.program.id},"
         f"Alpha University Computer Science,{tenant.cycle.id},Alpha University 2026 Intake,submitted,none,false,"
         f"2026-03-02T09:30:00Z,false,2026-03-02T09:30:00Z,false,RWF,50000.00",
     ]) + "\n"

@@ -123,7 +123,7 @@ def test_export_closed_early_leaves_the_session_usable(app, factory, tenant):
     copies = 40_000
     with app.app_context():
         db.session.execute(insert(Application), [
-            {"id": f"app_bulk{number:012d}", "institution_id": tenant.institution.id,
+            {"id": f"app_bulk{number:012d}", "reference": f"BK-2026-{number:05d}", "institution_id": tenant.institution.id,
              "applicant_id": first.applicant_id, "program_id": tenant.program.id, "cycle_id": tenant.cycle.id,
              "stage": "submitted", "submitted_at": first.submitted_at, "updated_at": first.submitted_at}
             for number in range(copies)])

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
+from core.applications.references import new_reference
 from core.applications.search_text import applicant_search_text
 from core.db import db
-from core.models import Application
+from core.models import Application, utcnow
 from tests.api.conftest import walk
 
 
@@ -26,7 +27,8 @@ def applicant_text(app, applicant_id: str) -> str:
 def second_application(app, first: Application, program_id: str) -> str:
     """Another application of the same applicant (another programme), inserted as the app inserts one."""
     with app.app_context():
-        application = Application(institution_id=first.institution_id, applicant_id=first.applicant_id,
+        application = Application(reference=new_reference("Second Application", utcnow()),
+                                  institution_id=first.institution_id, applicant_id=first.applicant_id,
                                   program_id=program_id, cycle_id=first.cycle_id, stage="submitted")
         db.session.add(application)
         db.session.commit()

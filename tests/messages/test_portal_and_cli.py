@@ -85,23 +85,55 @@ def test_the_messages_page_lists_filters_and_shows_each_message(mail_app, smtp, 
     assert staff.get("/messages").status_code == 403
 
 
-def test_staff_record_an_answer_given_by_phone(mail_app, smtp, factory):
+def decision_responded_events(app) -> list[Event]:
+    with app.app_context():
+        return list(db.session.scalars(select(Event).where(Event.type == "decision.responded")))
+
+
+def test_staff_record_an_answer_given_by_phone_after_confirming_it(mail_app, smtp, factory):
     institution, application = _decided(factory, mail_app, smtp, decision="deferred")
     client, token = _signed_in(mail_app, factory, institution, role="staff")
     page = client.get(f"/applicants/{application.id}").get_data(as_text=True)
     decision_id = re.search(r"/decisions/(dec_[A-Za-z0-9]+)/answer", page).group(1)
-    assert client.post(f"/applicants/{application.id}/decisions/{decision_id}/answer",
-                       data={"response": "maybe", "csrf_token": token}).status_code == 400
-    response = client.post(f"/applicants/{application.id}/decisions/{decision_id}/answer",
-                           data={"response": "declined", "csrf_token": token},
+    select_html = re.search(r'<select[^>]*name="response".*?</select>', page, re.S).group(0)
+    assert ">Choose the answer…</option>" in select_html
+    assert not re.search(r'<option selected value="(accepted|declined)"', select_html)  # nothing preselected
+    address = f"/applicants/{application.id}/decisions/{decision_id}/answer"
+    assert client.post(address, data={"response": "maybe", "csrf_token": token}).status_code == 400
+    assert client.post(address, data={"response": "", "csrf_token": token}).status_code == 400
+
+    for headers in ({"HX-Request": "true", "X-CSRFToken": token}, {}):  # htmx, then without JavaScript
+        asked = client.post(address, data={"response": "declined", "csrf_token": token}, headers=headers)
+        assert asked.status_code == 200
+        text = asked.get_data(as_text=True)
+        assert "Record that Brian Okello declined the decision “Deferred”?" in text
+        assert 'name="confirm" value="y"' in text and "Record: declined" in text
+        assert decision_responded_events(mail_app) == []  # the first press records nothing
+
+    response = client.post(address, data={"response": "declined", "confirm": "y", "csrf_token": token},
                            headers={"HX-Request": "true", "X-CSRFToken": token})
     assert response.status_code == 200 and "the applicant declined the decision" in response.get_data(as_text=True)
-    with mail_app.app_context():
-        [event] = db.session.scalars(select(Event).where(Event.type == "decision.responded")).all()
-        assert event.payload["response"] == "declined" and event.payload["decision_id"] == decision_id
-    changed = client.post(f"/applicants/{application.id}/decisions/{decision_id}/answer",
-                          data={"response": "accepted", "csrf_token": token})
+    [event] = decision_responded_events(mail_app)
+    assert event.payload["response"] == "declined" and event.payload["decision_id"] == decision_id
+    changed = client.post(address, data={"response": "accepted", "csrf_token": token})
     assert changed.status_code == 409
+    assert len(decision_responded_events(mail_app)) == 1
+
+
+def test_an_answer_by_phone_is_recorded_without_javascript_after_its_confirmation(mail_app, smtp, factory):
+    institution, application = _decided(factory, mail_app, smtp, decision="accepted")
+    client, token = _signed_in(mail_app, factory, institution, role="staff")
+    page = client.get(f"/applicants/{application.id}").get_data(as_text=True)
+    decision_id = re.search(r"/decisions/(dec_[A-Za-z0-9]+)/answer", page).group(1)
+    address = f"/applicants/{application.id}/decisions/{decision_id}/answer"
+    asked = client.post(address, data={"response": "accepted", "csrf_token": token}).get_data(as_text=True)
+    assert "Record that Brian Okello accepted the decision “Accepted”?" in asked
+    assert decision_responded_events(mail_app) == []
+    confirmed = client.post(address, data={"response": "accepted", "confirm": "y", "csrf_token": token})
+    assert confirmed.status_code == 302
+    assert "the applicant accepted the decision" in client.get(confirmed.headers["Location"]).get_data(as_text=True)
+    [event] = decision_responded_events(mail_app)
+    assert event.payload["response"] == "accepted"
 
 
 def test_cli_lists_messages_as_json(mail_app, smtp, factory):

@@ -1,4 +1,5 @@
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -48,3 +49,21 @@ def test_migrations_upgrade_downgrade_upgrade_on_an_empty_database(tmp_path):
                 "decisions", "payments", "documents", "audit_log", "events"} <= tables
         seeded = flask_command(url, "seed-demo", "--applications", "5", "--json")
         assert seeded.returncode == 0, seeded.stderr
+
+
+def test_the_reference_migration_gives_every_existing_application_its_own(tmp_path):
+    """Applications written before 0027_application_reference get a distinct reference as they are migrated."""
+    with empty_database(tmp_path) as url:
+        for step in (("db", "upgrade"), ("seed-demo", "--applications", "30", "--json"),
+                     ("db", "downgrade", "0024_sso_sign_in"), ("db", "upgrade")):
+            result = flask_command(url, *step)
+            assert result.returncode == 0, result.stderr
+        engine = create_engine(url)
+        with engine.connect() as connection:
+            rows = connection.execute(text("SELECT reference, submitted_at FROM applications")).all()
+        engine.dispose()
+        references = [reference for reference, _ in rows]
+        assert len(references) == 30 and len(set(references)) == 30
+        for reference, submitted_at in rows:
+            year = str(submitted_at)[:4]
+            assert re.fullmatch(rf"DU-{year}-[0-9A-HJKMNP-TV-Z]{{5}}", reference), reference

@@ -46,6 +46,7 @@ def _seed_ties(app, institution, count: int) -> list[dict]:
             db.session.add(applicant)
             db.session.flush()
             application = Application(
+                reference=f"TIE-2026-{number:05d}",
                 institution_id=institution.id, applicant_id=applicant.id, program_id=program.id,
                 cycle_id=cycle.id, stage=stages[number % len(stages)], decision="none", amount=0,
                 submitted_at=base + timedelta(hours=number % 4), updated_at=base + timedelta(minutes=number % 5))

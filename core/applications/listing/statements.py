@@ -12,6 +12,7 @@ from sqlalchemy.orm import aliased
 from core.applications.listing.cursor import Position, check_issuer
 from core.applications.listing.query import DATE_FILTERS, ApplicationQuery, Sort, bad_parameter
 from core.applications.records import application_select
+from core.applications.references import typed_reference
 from core.applications.search_text import fold
 from core.db import KeptSelect, db
 from core.models import Applicant, Application, Cycle, Program, Stage
@@ -84,11 +85,14 @@ def _text_match(values: Mapping[str, Any]):
 
 
 def _search_condition(values: Mapping[str, Any]):
-    """Applicant text (name, full name, email; folded) contains `q`, or the id is `q` when id-shaped."""
-    text_match = _text_match(values)
-    if "q_id" not in values:
-        return text_match
-    return or_(Application.id == _bound(values, "q_id", Application.id), text_match)
+    """Applicant text (name, full name, email; folded) contains `q`, or the id is `q` when id-shaped, or the
+    reference is `q` when reference-shaped."""
+    conditions = [_text_match(values)]
+    if "q_id" in values:
+        conditions.insert(0, Application.id == _bound(values, "q_id", Application.id))
+    if "q_reference" in values:
+        conditions.insert(0, Application.reference == _bound(values, "q_reference", Application.reference))
+    return or_(*conditions) if len(conditions) > 1 else conditions[0]
 
 
 def filter_values(scope: InstitutionScope, filters: Mapping[str, Any]) -> dict[str, Any]:
@@ -116,6 +120,9 @@ def filter_values(scope: InstitutionScope, filters: Mapping[str, Any]) -> dict[s
             values.update(_narrowing_values(folded))
         if _APPLICATION_ID_SHAPE.match(filters["q"]):
             values["q_id"] = filters["q"]
+        reference = typed_reference(filters["q"])
+        if reference is not None:
+            values["q_reference"] = reference
     return values
 
 

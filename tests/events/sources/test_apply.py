@@ -66,7 +66,7 @@ def test_submitting_the_form_writes_application_event_and_delivery(sources, clie
     with sources.app_context():
         application = db.session.scalars(select(Application).where(
             Application.institution_id == institution.id)).one()
-        applicant = application.applicant
+        applicant, reference = application.applicant, application.reference
         assert (applicant.first_name, applicant.last_name, applicant.email, applicant.phone) == (
             "Aimée", "Uwimana", "aimee.uwimana@example.com", "+250788123456")
         assert applicant.search_text == "aimee uwimana aimee.uwimana@example.com"
@@ -82,7 +82,7 @@ def test_submitting_the_form_writes_application_event_and_delivery(sources, clie
     assert_written_and_delivered(sources, institution, "application.submitted", expected, secret, receiver)
 
     confirmation = client.get(response.headers["Location"]).get_data(as_text=True)
-    assert expected["submission_id"] in confirmation and "aimee.uwimana@example.com" in confirmation
+    assert f"<code>{reference}</code>" in confirmation and "aimee.uwimana@example.com" in confirmation
 
 
 def test_applicant_name_is_left_out_unless_the_endpoint_includes_it(sources, client, factory, receiver):
@@ -108,13 +108,13 @@ def test_first_stage_of_the_institutions_pipeline_is_used(sources, client, facto
 
 
 @pytest.mark.parametrize("override, field_error", [
-    ({"program_id": "OTHER"}, "is not a program offered in cycle"),
-    ({"cycle_id": "CLOSED"}, "is not open for applications"),
-    ({"cycle_id": "cyc_missing"}, "cycle_id is not a cycle of this institution"),
-    ({"email": "not-an-email"}, "email must be an email address"),
-    ({"phone": "call me"}, "phone must be a phone number"),
-    ({"first_name": "   "}, "This field is required."),
-    ({"last_name": ""}, "This field is required."),
+    ({"program_id": "OTHER"}, "Program: This program is not offered in the chosen admission cycle."),
+    ({"cycle_id": "CLOSED"}, "Admission cycle: This admission cycle is no longer open for applications"),
+    ({"cycle_id": "cyc_missing"}, "Admission cycle: Choose one of the options in the list."),
+    ({"email": "not-an-email"}, "Email: Enter an email address such as name@example.com."),
+    ({"phone": "call me"}, "Phone: Enter a phone number of 7 to 15 digits"),
+    ({"first_name": "   "}, "First name: This is required."),
+    ({"last_name": ""}, "Last name: This is required."),
 ])
 def test_invalid_submissions_write_nothing_and_say_why(sources, client, factory, override, field_error):
     institution = factory.institution()
@@ -155,7 +155,8 @@ def test_a_second_application_for_the_same_program_and_cycle_is_refused(sources,
     again = client.post(f"/apply/{institution.id}", data=form_fields(
         client, institution, cycle_id=cycle.id, program_id=program.id, email="AIMEE.uwimana@example.com"))
     assert again.status_code == 409
-    assert "already exists for this program and cycle" in again.get_data(as_text=True)
+    assert ("Email: You have already applied to this program in this cycle with this email address."
+            in again.get_data(as_text=True))
     assert count(sources, Application) == 1 and len(events_of(sources, institution, "application.submitted")) == 1
     with sources.app_context():
         application_id = db.session.scalar(select(Application.id))
