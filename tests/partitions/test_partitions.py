@@ -3,19 +3,14 @@ ahead by the daily job, rows in their month's partition across a boundary, the D
 from __future__ import annotations
 
 from datetime import datetime
-from unittest import mock
 
 import pytest
-from rq.job import Job
 from sqlalchemy import text
 
-from core.db import db, redis_connection
+from core.db import db
 from core.models import AuditLog, Event
 from core.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookEndpoint
-from core.webhooks.runtime import runtime
-from jobs import partitions as partitions_job
-from tests.partitions.conftest import ONLY_ON_POSTGRES
-from tests.webhooks.conftest import ManualClock
+from tests.partitions.conftest import ONLY_ON_POSTGRES, run_the_daily_job, use_clock
 
 pytestmark = ONLY_ON_POSTGRES
 
@@ -24,9 +19,7 @@ GROWING = {"audit_log": "created_at", "webhook_attempts": "attempted_at", "event
 
 @pytest.fixture
 def clock(monkeypatch):
-    manual = ManualClock(datetime(2031, 1, 31, 23, 59, 59))
-    monkeypatch.setattr(runtime, "clock", manual)
-    return manual
+    return use_clock(monkeypatch, datetime(2031, 1, 31, 23, 59, 59))
 
 
 def _partition_bounds(table: str) -> dict[str, str]:
@@ -37,24 +30,9 @@ def _partition_bounds(table: str) -> dict[str, str]:
     return dict(rows.all())
 
 
-def _run_the_daily_job(redis_client) -> dict:
-    redis_client.delete(partitions_job.CHAIN_KEY)
-    assert partitions_job.ensure_partitions_scheduled() is True
-    assert partitions_job.ensure_partitions_scheduled() is False  # one chain, however many workers ask
-    first = Job.fetch(redis_connection().get(partitions_job.CHAIN_KEY).decode(), connection=redis_connection())
-    with mock.patch.object(partitions_job, "get_current_job", return_value=first):
-        made = partitions_job.make_partitions()
-    following = Job.fetch(redis_connection().get(partitions_job.CHAIN_KEY).decode(), connection=redis_connection())
-    assert following.id != first.id and following.func_name == "jobs.partitions.make_partitions"
-    for job in (first, following):
-        job.delete()
-    redis_client.delete(partitions_job.CHAIN_KEY)
-    return made
-
-
 def test_the_growing_tables_are_partitioned_by_month_with_partitions_ahead(app, clock, redis_client):
     with app.app_context():
-        made = _run_the_daily_job(redis_client)
+        made = run_the_daily_job(redis_client)
         assert made == {table: [f"{table}_p2031_01", f"{table}_p2031_02", f"{table}_p2031_03"] for table in GROWING}
         for table, column in GROWING.items():
             strategy, key = db.session.execute(text(
@@ -70,7 +48,7 @@ def test_the_growing_tables_are_partitioned_by_month_with_partitions_ahead(app, 
                 "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = CAST(:table AS regclass)"
                 " AND contype = 'p'"), {"table": table})
             assert primary_key == f"PRIMARY KEY (id, {column})"
-        assert _run_the_daily_job(redis_client) == {}  # made once
+        assert run_the_daily_job(redis_client) == {}  # made once
 
 
 def _where(table: str, row_id) -> str:
@@ -81,7 +59,7 @@ def test_rows_land_in_their_month_across_a_boundary_and_the_default_catches_the_
                                                                                        redis_client):
     institution = factory.institution()
     with app.app_context():
-        _run_the_daily_job(redis_client)
+        run_the_daily_job(redis_client)
         last_moment, first_moment = datetime(2031, 1, 31, 23, 59, 59, 999999), datetime(2031, 2, 1)
         far = datetime(2035, 5, 17)  # no partition made that far ahead: the DEFAULT takes it, no insert fails
         endpoint = WebhookEndpoint(institution_id=institution.id, url="https://h.test/",
@@ -109,7 +87,7 @@ def test_rows_land_in_their_month_across_a_boundary_and_the_default_catches_the_
             assert _where(table, ids[far]) == f"{table}_default"
         db.session.rollback()
 
-        assert _run_the_daily_job(redis_client) == {table: [f"{table}_p2035_05"] for table in GROWING}
+        assert run_the_daily_job(redis_client) == {table: [f"{table}_p2035_05"] for table in GROWING}
         for table, ids in (("audit_log", audit), ("events", events), ("webhook_attempts", attempts)):
             assert _where(table, ids[far]) == f"{table}_p2035_05"  # moved out of the net into its month
             assert db.session.scalar(text(f"SELECT count(*) FROM {table}_default")) == 0
