@@ -9,7 +9,7 @@ from rq import get_current_job
 from rq.job import Job
 
 from core.db import redis_connection
-from core.partitions import ensure_partitions
+from core.privacy.partitions import ensure_partitions
 from core.queue import queue
 from core.webhooks.runtime import runtime
 from jobs.chains import chain_is_alive

@@ -1,5 +1,5 @@
 """Retention: delete rows older than their kind's retention period (`RULES`), in short committed batches; on
-PostgreSQL whole monthly partitions past the period are first detached and dropped (core/partitions.py)."""
+PostgreSQL whole monthly partitions past the period are first detached and dropped (core/privacy/partitions.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -10,7 +10,7 @@ from sqlalchemy import delete, exists, func, select
 
 from core.config import Settings, settings
 from core.db import db
-from core.partitions import drop_expired_partitions, partitioning_active
+from core.privacy.partitions import drop_expired_partitions, partitioning_active
 from core.models import AuditLog, Event
 from core.models.messages import SENDABLE_MESSAGE_STATUSES, Message
 from core.models.webhooks import SENDABLE_STATUSES, WebhookAttempt, WebhookDelivery

@@ -13,7 +13,7 @@ from sqlalchemy import func, make_url, select, text
 from core.db import db
 from core.models import AuditLog, Event, utcnow
 from core.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookEndpoint
-from core.partitions import month_start
+from core.privacy.partitions import month_start
 from tests.partitions.conftest import ONLY_ON_POSTGRES, run_the_daily_job, use_clock
 
 pytestmark = ONLY_ON_POSTGRES
