@@ -10,10 +10,10 @@ from sqlalchemy import delete, exists, func, select
 
 from core.config import Settings, settings
 from core.db import db
-from core.privacy.partitions import drop_expired_partitions, partitioning_active
 from core.models import AuditLog, Event
 from core.models.messages import SENDABLE_MESSAGE_STATUSES, Message
 from core.models.webhooks import SENDABLE_STATUSES, WebhookAttempt, WebhookDelivery
+from core.privacy.partitions import drop_expired_partitions, partitioning_active
 from core.webhooks.runtime import runtime
 
 
@@ -41,17 +41,17 @@ RULES: list[RetentionRule] = [
         conditions=lambda: (WebhookDelivery.status.not_in(SENDABLE_STATUSES),),
         dependants=((WebhookAttempt, WebhookAttempt.delivery_id),),
         partitions=(("webhook_attempts",
-                     "SELECT EXISTS (SELECT 1 FROM {partition} AS attempt JOIN webhook_deliveries AS delivery"
-                     " ON delivery.id = attempt.delivery_id"
-                     " WHERE delivery.created_at >= :cutoff OR delivery.status = ANY(:sendable))"),)),
+                     ("SELECT EXISTS (SELECT 1 FROM {partition} AS attempt JOIN webhook_deliveries AS delivery"
+                      " ON delivery.id = attempt.delivery_id"
+                      " WHERE delivery.created_at >= :cutoff OR delivery.status = ANY(:sendable))")),)),
     # An event still referenced by a delivery stays until that delivery goes (no foreign key on PostgreSQL, where
     # events is partitioned: this rule keeps the reference whole).
     RetentionRule(
         "events", Event, Event.occurred_at,
         lambda s: s.EVENTS_RETENTION_DAYS + s.RETENTION_EVENTS_DAYS_PAST_FEED,
         conditions=lambda: (~exists().where(WebhookDelivery.event_id == Event.id),),
-        partitions=(("events", "SELECT EXISTS (SELECT 1 FROM {partition} AS event JOIN webhook_deliveries AS delivery"
-                               " ON delivery.event_id = event.id)"),)),
+        partitions=(("events", ("SELECT EXISTS (SELECT 1 FROM {partition} AS event JOIN webhook_deliveries AS delivery"
+                                " ON delivery.event_id = event.id)")),)),
     # Messages still to send stay whatever their age.
     RetentionRule("messages", Message, Message.created_at, lambda s: s.RETENTION_MESSAGES_DAYS,
                   conditions=lambda: (Message.status.not_in(SENDABLE_MESSAGE_STATUSES),)),

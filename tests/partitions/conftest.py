@@ -9,7 +9,6 @@ from rq.job import Job
 from core.db import redis_connection
 from core.webhooks.runtime import runtime
 from jobs import partitions as partitions_job
-
 from tests.conftest import TEST_DB
 from tests.webhooks.conftest import ManualClock
 
