@@ -17,6 +17,7 @@ from core.messages.sweep import sweep_due_messages
 from core.queue import queue
 from core.webhooks.sweep import sweep_due_deliveries
 from jobs.chains import chain_is_alive
+from jobs.partitions import ensure_partitions_scheduled
 from jobs.reconnect import wait_for_database, wait_for_redis
 from jobs.retention import ensure_purge_scheduled
 from jobs.sender_domains import ensure_recheck_scheduled
@@ -107,11 +108,12 @@ class SweepingWorker(SimpleWorker):
 
 
 def keep_sweeping() -> None:
-    """Make sure the sweep and daily retention chains are alive and sweep once now; errors are logged, never
-    raised."""
+    """Make sure the sweep, daily retention and partitions chains are alive and sweep once now; errors are logged,
+    never raised."""
     try:
         ensure_sweep_scheduled()
         ensure_purge_scheduled()
+        ensure_partitions_scheduled()
         ensure_recheck_scheduled()
         sweep_due_deliveries()
         sweep_due_messages()

@@ -1,1 +1,1 @@
-"""Privacy: data-subject requests (export, erase) and retention of old rows."""
+"""Privacy: data-subject requests (export, erase), retention of old rows and the monthly partitions it drops."""

@@ -55,7 +55,7 @@ def test_the_reference_migration_gives_every_existing_application_its_own(tmp_pa
     """Applications written before 0027_application_reference get a distinct reference as they are migrated."""
     with empty_database(tmp_path) as url:
         for step in (("db", "upgrade"), ("seed-demo", "--applications", "30", "--json"),
-                     ("db", "downgrade", "0024_sso_sign_in"), ("db", "upgrade")):
+                     ("db", "downgrade", "0026_sandbox"), ("db", "upgrade")):
             result = flask_command(url, *step)
             assert result.returncode == 0, result.stderr
         engine = create_engine(url)

@@ -1,0 +1,91 @@
+"""Migration 0028 converts a database with rows in several months to monthly partitions without losing a row, and
+its downgrade brings back the plain tables with the same rows."""
+from __future__ import annotations
+
+from sqlalchemy import create_engine, text
+
+from tests.ops.test_migrations import empty_database, flask_command
+from tests.partitions.conftest import ONLY_ON_POSTGRES
+
+pytestmark = ONLY_ON_POSTGRES
+BEFORE = "0027_application_reference"
+MONTHS = ("2025-11-15", "2025-12-31 23:59:59", "2026-01-01", "2026-03-10")
+ROWS_PER_MONTH = 50
+
+SEED = f"""
+INSERT INTO institutions (id, name, status, created_at) VALUES ('ins_conversion', 'Conversion', 'active', now());
+INSERT INTO webhook_endpoints (id, institution_id, url, event_types, include_applicant_name, enabled,
+    consecutive_failures, secret_ciphertext, secret_rotated_at, created_at, updated_at)
+    VALUES ('whe_conversion', 'ins_conversion', 'https://h.test/', '[]', false, true, 0, 'x', now(), now(), now());
+INSERT INTO audit_log (created_at, request_id, actor, source, action, target, method, path, query, status,
+    duration_ms, client_ip, user_agent)
+    SELECT moment + n * interval '1 second', 'r', '', 'api', 'seeded', '', 'GET', '/', '', 200, 1, '', ''
+    FROM unnest(CAST(:months AS timestamp[])) AS moment, generate_series(0, {ROWS_PER_MONTH} - 1) AS n;
+INSERT INTO events (id, institution_id, type, occurred_at, payload)
+    SELECT 'evt_' || row_number() OVER (), 'ins_conversion', 'payment.completed', moment + n * interval '1 second', '{{}}'
+    FROM unnest(CAST(:months AS timestamp[])) AS moment, generate_series(0, {ROWS_PER_MONTH} - 1) AS n;
+INSERT INTO webhook_deliveries (id, institution_id, endpoint_id, event_id, event_type, status, attempts, created_at,
+    updated_at) SELECT 'whd_' || substr(id, 5), 'ins_conversion', 'whe_conversion', id, type, 'delivered', 1,
+    occurred_at, occurred_at FROM events;
+INSERT INTO webhook_attempts (id, delivery_id, number, url, attempted_at, duration_ms)
+    SELECT 'wha_' || substr(id, 5), id, 1, 'https://h.test/', created_at, 5 FROM webhook_deliveries;
+"""
+
+
+def _state(engine) -> dict:
+    with engine.connect() as connection:
+        counts = {table: connection.scalar(text(f"SELECT count(*) FROM {table}"))
+                  for table in ("audit_log", "events", "webhook_attempts", "webhook_deliveries")}
+        kinds = dict(connection.execute(text(
+            "SELECT relname, relkind FROM pg_class WHERE relname IN ('audit_log', 'events', 'webhook_attempts')")).all())
+        placed = dict(connection.execute(text(
+            "SELECT tableoid::regclass::text, count(*) FROM audit_log GROUP BY 1")).all())
+        # the feed's numbering survives the copy
+        seq_check = connection.scalar(text("SELECT count(DISTINCT seq) FROM events"))
+    return {"counts": counts, "kinds": kinds, "placed": placed, "distinct_seq": seq_check}
+
+
+def test_conversion_keeps_every_row_and_downgrade_brings_plain_tables_back(tmp_path):
+    with empty_database(tmp_path) as url:
+        assert flask_command(url, "db", "upgrade", BEFORE).returncode == 0
+        engine = create_engine(url)
+        try:
+            with engine.begin() as connection:
+                for statement in filter(str.strip, SEED.split(";")):
+                    connection.execute(text(statement), {"months": list(MONTHS)})
+            before = _state(engine)
+            assert before["counts"] == dict.fromkeys(
+                ("audit_log", "events", "webhook_attempts", "webhook_deliveries"), len(MONTHS) * ROWS_PER_MONTH)
+            assert before["kinds"] == dict.fromkeys(("audit_log", "events", "webhook_attempts"), "r")
+
+            upgraded = flask_command(url, "db", "upgrade")
+            assert upgraded.returncode == 0, upgraded.stderr
+            after = _state(engine)
+            assert after["counts"] == before["counts"]
+            assert after["kinds"] == dict.fromkeys(("audit_log", "events", "webhook_attempts"), "p")
+            assert after["distinct_seq"] == before["distinct_seq"] == len(MONTHS) * ROWS_PER_MONTH
+            # one partition per month with rows: the last second of December stays in December
+            assert after["placed"] == {
+                "audit_log_p2025_11": 50, "audit_log_p2025_12": 1, "audit_log_p2026_01": 99,
+                "audit_log_p2026_03": 50}
+            with engine.begin() as connection:  # the sequences and defaults still number new rows
+                connection.execute(text(
+                    "INSERT INTO audit_log (created_at, request_id, actor, source, action, target, method, path,"
+                    " query, status, duration_ms, client_ip, user_agent) VALUES (now() AT TIME ZONE 'UTC', 'n', '',"
+                    " 'api', 'new', '', 'GET', '/', '', 200, 1, '', '')"))
+                connection.execute(text("INSERT INTO events (id, institution_id, type, occurred_at, payload)"
+                                        " VALUES ('evt_new', 'ins_conversion', 'x', now() AT TIME ZONE 'UTC', '{}')"))
+                assert connection.scalar(text("SELECT seq FROM events WHERE id = 'evt_new'")) > len(MONTHS) * ROWS_PER_MONTH
+
+            downgraded = flask_command(url, "db", "downgrade", BEFORE)
+            assert downgraded.returncode == 0, downgraded.stderr
+            back = _state(engine)
+            expected = {**before["counts"], "audit_log": before["counts"]["audit_log"] + 1,
+                        "events": before["counts"]["events"] + 1}
+            assert back["counts"] == expected
+            assert back["kinds"] == before["kinds"]
+            with engine.connect() as connection:  # the foreign key into events is back
+                assert connection.scalar(text(
+                    "SELECT count(*) FROM pg_constraint WHERE conname = 'fk_webhook_deliveries_event_id_events'")) == 1
+        finally:
+            engine.dispose()
