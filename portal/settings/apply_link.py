@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 
-import segno
 from flask import g, make_response, url_for
 
 from core.config import settings
@@ -19,6 +18,8 @@ def apply_link() -> str:
 
 def apply_link_qr(link: str) -> bytes:
     """`link` as a QR code in SVG (error correction M, a quiet zone of 4 modules), sized for print."""
+    import segno  # only when a QR code is asked for (tests/architecture/test_import_weight.py)
+
     out = io.BytesIO()
     segno.make(link, error="m", micro=False).save(out, kind="svg", scale=8, border=4, xmldecl=True,
                                                     title=link)
