@@ -30,22 +30,24 @@ def serve_until_stopped(server) -> None:
 @click.command("mail-sink")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (keep it on loopback).")
 @click.option("--port", default=8025, show_default=True, type=int, help="SMTP port.")
+@click.option("--inbox-port", default=8024, show_default=True, type=int,
+              help="Port of the inbox page (http://HOST:PORT/); 0 picks a free one.")
 @click.option("--directory", default=None, help="Where to keep received mail [default: instance/mail].")
 @with_appcontext
-def mail_sink_command(host: str, port: int, directory: str | None) -> None:
-    """Accept every email over SMTP and keep it as a .eml file (development: MAIL_SERVER=127.0.0.1)."""
+def mail_sink_command(host: str, port: int, inbox_port: int, directory: str | None) -> None:
+    """Accept every email over SMTP, keep it as a .eml file (development: MAIL_SERVER=127.0.0.1) and show the
+    kept emails on an inbox page, as their readers see them, links clickable."""
+    from devtools.mail_inbox import create_server
     from devtools.mail_sink import start_sink  # aiosmtpd and asyncio: only in this development command
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     target = Path(directory) if directory else Path(current_app.instance_path) / "mail"
     controller = start_sink(host, port, target)
-    click.echo(f"Mail sink listening on smtp://{host}:{port}; messages kept in {target}")
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    server = create_server(host, inbox_port, target)
+    click.echo(f"Mail sink listening on smtp://{host}:{port}; messages kept in {target}; "
+               f"inbox at http://{host}:{server.server_port}/")
     try:
-        stop.wait()
-    except KeyboardInterrupt:
-        pass
+        serve_until_stopped(server)
     finally:
         controller.stop()
 

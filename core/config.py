@@ -153,6 +153,8 @@ class Settings(BaseModel):
     MAIL_DEFAULT_SENDER: str = "Karibu <no-reply@karibu.localhost>"
     # Seconds an SMTP connection or command may take before the attempt counts as a temporary failure.
     MAIL_TIMEOUT: float = 15.0
+    # The demo only (scripts/run.sh sets it): the development mail sink's inbox page, linked from the Messages page.
+    MAIL_DEV_INBOX_URL: str = ""
     # The operator's restriction on top of proof: comma-separated domains an institution may prove and send From
     # (exact domain, case-insensitive); "" = any domain the institution proves in DNS (`sender-domains`).
     MAIL_ALLOWED_SENDER_DOMAINS: str = ""

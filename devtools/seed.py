@@ -72,13 +72,16 @@ def _ensure_programs_and_cycles(institution: Institution, now: datetime) -> tupl
         select(Cycle).where(Cycle.institution_id == institution.id).order_by(Cycle.opens_at)))
     if not cycles:
         year = now.year
+        # The next January intake whose applications (June to November before it) have not opened yet.
+        january = year + 1 if now.month < 6 else year + 2
         cycles = [
             Cycle(institution_id=institution.id, name=f"{year - 1}/{year} Intake",
                   opens_at=datetime(year - 2, 11, 1), closes_at=datetime(year - 1, 8, 31), programs=programs),
             Cycle(institution_id=institution.id, name=f"{year}/{year + 1} Intake",
                   opens_at=now - timedelta(days=120), closes_at=now + timedelta(days=90), programs=programs),
-            Cycle(institution_id=institution.id, name=f"{year + 1} January Intake",
-                  opens_at=now + timedelta(days=120), closes_at=now + timedelta(days=240), programs=programs[:4]),
+            Cycle(institution_id=institution.id, name=f"{january} January Intake",
+                  opens_at=datetime(january - 1, 6, 1), closes_at=datetime(january - 1, 11, 30),
+                  programs=programs[:4]),
         ]
         db.session.add_all(cycles)
     db.session.commit()

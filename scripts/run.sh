@@ -26,10 +26,12 @@ export WEBHOOK_DEV_RECEIVER_URL="http://127.0.0.1:$WEBHOOK_RECEIVER_PORT"
 ensure_redis "$REDIS_URL"
 MAIL_SINK=""
 if [ -z "${MAIL_SERVER:-}" ]; then
-  # No mail server configured: emails go over SMTP to a local sink (instance/mail/*.eml) and the portal's
-  # Messages page shows each one.
+  # No mail server configured: emails go over SMTP to a local sink (instance/mail/*.eml), whose inbox page
+  # (MAIL_DEV_INBOX_URL, linked from the portal's Messages page) shows each one as its reader sees it.
   MAIL_SINK=1
+  MAIL_INBOX_PORT="${MAIL_INBOX_PORT:-8024}"
   export MAIL_SERVER=127.0.0.1 MAIL_PORT="${MAIL_SINK_PORT:-8025}" MAIL_USE_TLS=false MAIL_USE_SSL=false
+  export MAIL_DEV_INBOX_URL="http://127.0.0.1:$MAIL_INBOX_PORT"
 fi
 
 FLASK=("$PYTHON" -m flask --app wsgi)
@@ -49,7 +51,9 @@ trap stop_children EXIT
 trap stop INT TERM
 
 # Each child is restarted by `supervise` (scripts/lib.sh) when it dies; its log is appended to.
-run_mail_sink() { exec "${FLASK[@]}" mail-sink --port "$MAIL_PORT" >>instance/mail-sink.log 2>&1; }
+run_mail_sink() {
+  exec "${FLASK[@]}" mail-sink --port "$MAIL_PORT" --inbox-port "$MAIL_INBOX_PORT" >>instance/mail-sink.log 2>&1
+}
 run_worker() { exec "${FLASK[@]}" worker >>instance/worker.log 2>&1; }
 # No exam registry publishes a public API: live lookups go to the bundled simulator (REGISTRY_*_URL).
 run_registry_simulator() {
@@ -72,11 +76,12 @@ for _ in $(seq 1 100); do
   curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break; sleep 0.2
 done
 
-"$PYTHON" - "$seed_json" "$PORT" "$MAIL_SINK" "$WEBHOOK_DEV_RECEIVER_URL" <<'PY'
+"$PYTHON" - "$seed_json" "$PORT" "${MAIL_DEV_INBOX_URL:-}" "$WEBHOOK_DEV_RECEIVER_URL" <<'PY'
 import json, sys
-seed, port, sink, hooks = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
-mail = ("a local sink: open Messages in the portal (or instance/mail/*.eml)" if sink
-        else "the configured MAIL_SERVER")
+seed, port, inbox, hooks = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+mail = f"a local sink, its inbox at {inbox}/ (files: instance/mail/*.eml)" if inbox else "the configured MAIL_SERVER"
+then = (f"open the inbox at {inbox} and click the link in the decision email" if inbox
+        else "open the email in the applicant's mailbox and click its link")
 print(f"""
 Karibu is running.
 
@@ -93,7 +98,7 @@ Karibu is running.
   export KARIBU_URL=http://127.0.0.1:{port} KARIBU_API_KEY={seed['api_key']}
   curl -H "Authorization: Bearer $KARIBU_API_KEY" "$KARIBU_URL/api/v1/applications"
 
-Send a decision from an applicant's file, then open Messages and click the link in the email.
+Send a decision from an applicant's file, then {then}.
 Logs: instance/web.log, instance/worker.log, instance/registry-simulator.log, instance/mail-sink.log,
 instance/webhook-receiver.log.
 Press Ctrl-C to stop.

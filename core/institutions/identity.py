@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from flask_babel import gettext as _
+from flask_babel import lazy_gettext
 from PIL import Image, UnidentifiedImageError
 
 from core.accounts.preferences import time_zone_of
@@ -24,6 +25,9 @@ from core.scoping import InstitutionScope
 DEFAULT_COLOUR = "#0b5d57"
 # WCAG 2.x AA for normal text: the contrast of white text (the pages' header, buttons) on the brand colour.
 MINIMUM_CONTRAST = 4.5
+# Also the Settings page's live warning (static/brand-settings.js fills in the colour and the ratio).
+CONTRAST_MESSAGE = lazy_gettext("White text on %(colour)s has a contrast of %(ratio).2f:1; choose a darker colour "
+                                "(at least 4.5:1, WCAG AA).")
 LOGO_MAX_BYTES = 256 * 1024
 # Larger logos are scaled down to fit this box (pixels) before they are stored: pages show them small.
 LOGO_MAX_SIDE = 512
@@ -147,8 +151,7 @@ def _clean(name: str, raw: str | None) -> tuple[str | None, str | None]:
             return None, _("Give a colour as # and six hexadecimal digits, for example #0b5d57.")
         ratio = contrast_ratio(colour, "#ffffff")
         if ratio < MINIMUM_CONTRAST:
-            return None, _("White text on %(colour)s has a contrast of %(ratio).2f:1; choose a darker colour "
-                           "(at least 4.5:1, WCAG AA).", colour=colour, ratio=ratio)
+            return None, CONTRAST_MESSAGE % {"colour": colour, "ratio": ratio}
         return colour, None
     if name == "contact_email":
         return (text, None) if valid_email(text) else (None, _("Give one email address, such as admissions@example.ac.rw."))

@@ -8,7 +8,7 @@ from core.db import db
 from core.i18n import LANGUAGES
 from core.messages.composition import response_links
 from core.messages.outbox import drain_signal
-from core.messages.private_links import LINK_SLOT, seal, shown
+from core.messages.private_links import LINK_SLOT, SHOWN_INSTEAD, seal, shown
 from core.messages.runtime import runtime
 from core.models import Decision, Institution
 from core.models.messages import CHANNELS, MESSAGE_STATUSES, Message
@@ -102,7 +102,7 @@ def set_default_language(scope: InstitutionScope, language: str) -> Institution:
     return institution
 
 
-def without_private_links(text: str | None) -> str:
-    """The text of a message as staff may read it: its personal link named, never filled in (rows written
-    before links were kept out of bodies had their tokens masked by migration 0019)."""
-    return shown(text)
+def without_private_links(text: str | None, shown_instead: str = SHOWN_INSTEAD) -> str:
+    """The text of a message as staff may read it: its personal link named by `shown_instead`, never filled in
+    (rows written before links were kept out of bodies had their tokens masked by migration 0019)."""
+    return shown(text, shown_instead)

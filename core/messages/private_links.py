@@ -40,6 +40,7 @@ def with_link(text: str | None, link: str | None, html: bool = False) -> str | N
     return text.replace(LINK_SLOT, str(escape(link)) if html else link)
 
 
-def shown(text: str | None) -> str:
-    """`text` as staff may read it: the link slot named, not filled."""
-    return (text or "").replace(LINK_SLOT, SHOWN_INSTEAD)
+def shown(text: str | None, shown_instead: str = SHOWN_INSTEAD) -> str:
+    """`text` as staff may read it: the link slot named (by `shown_instead`, in the reader's language), not
+    filled."""
+    return (text or "").replace(LINK_SLOT, shown_instead)

@@ -188,14 +188,34 @@ def applicants_bulk():
         audit("applicants.bulk_update", f"{len(ids)} selected", status=400)
         return _bulk_refused(form, ids, error)
     audit("applicants.bulk_update", f"{outcome.updated} of {len(ids)} changed")
-    message = ngettext("%(changed)d of %(num)d selected application changed.",
-                       "%(changed)d of %(num)d selected applications changed.", len(ids), changed=outcome.updated)
+    message, tone = _bulk_done_message(change, outcome.updated, len(ids))
     if not is_partial_request():
-        return _back_to_list(form, message, "ok")
+        return _back_to_list(form, message, tone)
     rows, _found = fetch_applications_by_id(g.scope, ids)
-    return render_page("applicants/partial/bulk_result.html", ok=True, applied=True, message=message,
+    return render_page("applicants/partial/bulk_result.html", ok=True, applied=True, message=message, tone=tone,
                        records=[application_record(row) for row in rows], problems=[],
                        stage_names=_stage_names())
+
+
+def _bulk_done_message(change: dict, changed: int, selected: int) -> tuple[str, str]:
+    """The sentence after a bulk change and its tone: "ok" when rows changed, "info" when none needed to; the
+    rows left as they were are said to be so already (the only reason a valid change leaves a row as it was)."""
+    if changed == selected:
+        return ngettext("%(changed)d of %(num)d selected application changed.",
+                        "%(changed)d of %(num)d selected applications changed.", selected, changed=changed), "ok"
+    if "stage" in change and "decision" in change:
+        already = _("already at the chosen stage with the chosen decision")
+    elif "stage" in change:
+        already = _("already at the chosen stage")
+    else:
+        already = _("already with the chosen decision")
+    if changed == 0:
+        return ngettext("Nothing changed: the selected application was %(already)s.",
+                        "Nothing changed: the %(num)d selected applications were %(already)s.", selected,
+                        already=already), "info"
+    return ngettext("%(changed)d of %(selected)d selected applications changed; the other one was %(already)s.",
+                    "%(changed)d of %(selected)d selected applications changed; the %(num)d others were "
+                    "%(already)s.", selected - changed, changed=changed, selected=selected, already=already), "ok"
 
 
 def _bulk_refused(form: BulkUpdateForm, ids: list[str], error: InvalidInput):

@@ -6,6 +6,7 @@ from urllib.parse import urlsplit
 
 from flask import flash, g, make_response, redirect, request, url_for
 from flask_babel import gettext as _
+from markupsafe import escape
 
 from core.config import settings
 from core.errors import InvalidInput
@@ -73,7 +74,7 @@ def messages():
         return render_page("messages/partial/rows.html", **context)
     form = DefaultLanguageForm(language=default_language_of(g.scope))
     return render_page("messages/index.html", "messages/partial/list.html", language_form=form,
-                       languages=LANGUAGES, **context)
+                       languages=LANGUAGES, dev_inbox=settings().MAIL_DEV_INBOX_URL, **context)
 
 
 @bp.post("/messages/default-language")
@@ -93,9 +94,10 @@ def messages_default_language():
 @admin_required
 def message_detail(message_id: str):
     message = get_message(g.scope, message_id)
-    return render_page("messages/detail.html", message=message, body_text=without_private_links(message.body_text),
+    return render_page("messages/detail.html", message=message,
+                       body_text=without_private_links(message.body_text, _("(personal link, hidden)")),
                        resend_form=ResendMessageForm(), languages=LANGUAGES,
-                       platform_sender=settings().MAIL_DEFAULT_SENDER)
+                       platform_sender=settings().MAIL_DEFAULT_SENDER, dev_inbox=settings().MAIL_DEV_INBOX_URL)
 
 
 @bp.get("/messages/<message_id>/html")
@@ -104,7 +106,7 @@ def message_html(message_id: str):
     """The HTML part as sent (a staff account link's token hidden), on a page of its own under a sandboxing
     policy."""
     message = get_message(g.scope, message_id)
-    response = make_response(without_private_links(message.body_html))
+    response = make_response(without_private_links(message.body_html, str(escape(_("(personal link, hidden)")))))
     response.mimetype = "text/html"
     response.headers["Content-Security-Policy"] = email_preview_policy()
     response.headers["Referrer-Policy"] = "no-referrer"

@@ -148,11 +148,31 @@ class DecisionResponseForm(FlaskForm):
     response = StringField(validators=[DataRequired(), AnyOf(RESPONSES)])
 
 
+class FormNotFound(Exception):
+    """The address of an application form names no active institution (a mistyped or old link)."""
+
+
+def _form_institution(scope: InstitutionScope):
+    """The institution of an application form's address; FormNotFound (an applicant's 404) when there is none."""
+    try:
+        return active_institution(scope)
+    except NotFound:
+        raise FormNotFound() from None
+
+
+@public_bp.errorhandler(FormNotFound)
+def _form_not_found(error: FormNotFound):
+    """The 404 of a mistyped form address, for the applicant: in their language, naming no institution and no
+    staff page."""
+    use_language(visitor_language(None))
+    return _render("public/form_not_found.html", None, 404)
+
+
 @public_bp.route("/apply/<institution_id>", methods=["GET", "POST"])
 @limiter.limit(_public_form_limit, methods=["POST"])
 def apply(institution_id: str):
     scope = InstitutionScope(institution_id)
-    institution = active_institution(scope)
+    institution = _form_institution(scope)
     language = use_language(visitor_language(institution.default_language))
     cycles = open_cycles(scope)
     form = ApplyForm(language=language)
@@ -190,7 +210,7 @@ def apply(institution_id: str):
 
 @public_bp.get("/apply/<institution_id>/submitted")
 def applied(institution_id: str):
-    institution = active_institution(InstitutionScope(institution_id))
+    institution = _form_institution(InstitutionScope(institution_id))
     submitted = session.get(_SUBMITTED_KEY)
     if not submitted:
         return redirect(url_for("public.apply", institution_id=institution.id))

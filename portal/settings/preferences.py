@@ -15,7 +15,8 @@ from core.config import settings as config_settings
 from core.errors import InvalidInput
 from core.institutions import institution_name
 from core.institutions.identity import (
-    DEFAULT_COLOUR, IDENTITY_FIELDS, IdentityRefused, identity_of, remove_logo, set_logo, update_identity,
+    CONTRAST_MESSAGE, DEFAULT_COLOUR, IDENTITY_FIELDS, IdentityRefused, identity_of, remove_logo, set_logo,
+    update_identity,
 )
 from core.institutions.sender_domains import Finding, records_to_publish, sender_domains
 from core.i18n import STAFF_LANGUAGES
@@ -28,6 +29,7 @@ from portal.forms import ActionForm, field_label, submitted
 from portal.limiter import limiter
 from portal.rendering import render_page
 from portal.security import admin_required, audit, safe_next, staff_required
+from portal.settings.apply_link import apply_link
 from portal.settings.forms import IdentityForm, LanguageForm, LogoForm, SenderDomainForm, TimeZoneForm
 
 
@@ -99,7 +101,9 @@ def settings_page(status: int = 200, *, identity: IdentityForm | None = None, lo
                        default_colour=DEFAULT_COLOUR, sender_domains=sender_domains(g.scope),
                        sender_domain_form=sender_domain or SenderDomainForm(formdata=None),
                        records_to_publish=records_to_publish, finding=lambda stored: Finding(**stored),
-                       sender_domains_allowed=config_settings().MAIL_ALLOWED_SENDER_DOMAINS.strip())
+                       sender_domains_allowed=config_settings().MAIL_ALLOWED_SENDER_DOMAINS.strip(),
+                       apply_link=apply_link(), identity_refused=identity is not None and status == 400,
+                       contrast_message=str(CONTRAST_MESSAGE))
 
 
 @bp.get("/settings")

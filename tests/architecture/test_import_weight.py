@@ -16,7 +16,7 @@ LOADED_ON_FIRST_USE = {
     "rq": "the first enqueue; the worker command",
     "cryptography.fernet": "the first webhook or two-factor secret stored or read",
     "xlsxwriter": "the first Excel export",
-    "segno": "two-factor enrolment",
+    "segno": "two-factor enrolment and the apply link's QR code",
     "aiosmtpd": "the development mail sink",
     "alembic": "flask db commands",
     "jwt": "the first identity token",

@@ -21,6 +21,9 @@ def test_reference_page_renders_the_document_from_the_header_link(page):
     expect(page.get_by_text("Webhooks", exact=True).first).to_be_visible()
     expect(page.get_by_text("decision.sent").first).to_be_visible()
 
+    page.get_by_role("link", name="← Back to the Karibu portal").click()
+    page.wait_for_url("**/login**")  # the portal, at its sign-in page for a visitor
+
 
 def test_reference_page_sends_a_tight_policy(client):
     from portal.security import CONTENT_SECURITY_POLICY as PORTAL_POLICY

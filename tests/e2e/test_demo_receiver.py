@@ -48,11 +48,16 @@ def test_a_newcomer_sees_a_signed_delivery_on_the_development_receiver(page, fac
     panel.get_by_role("button", name="Use the development receiver").click()
     expect(page.locator("#signing-secret")).to_contain_text("whsec_")
     expect(page.get_by_role("heading", name="Endpoint development receiver")).to_be_visible()
+    expect(page.locator("text=go to the development receiver")).to_have_count(1)
     page.get_by_role("button", name="Send test ping").click()
     expect(page.locator("#log-table tbody tr").first).to_contain_text("webhook.test")
+    event_id = page.locator("#log-table tbody tr").first.locator("[data-event-id] code").inner_text()
+    assert event_id.startswith("evt_")
+    expect(page.locator("#log-table tbody tr").first.locator("[data-event-id]")).to_contain_text("delivery whd_")
     run_worker(app)
 
     page.goto(f"{dev_receiver}/")
     row = page.get_by_role("row").filter(has_text="webhook.test")
     expect(row).to_have_count(1)
     expect(row.get_by_role("cell", name="yes", exact=True)).to_be_visible()
+    expect(row.get_by_role("cell", name=event_id, exact=True)).to_be_visible()  # one id on both sides

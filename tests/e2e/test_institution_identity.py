@@ -48,11 +48,22 @@ def test_an_admin_sets_what_applicants_see(page, factory, tmp_path, page_errors)
     expect(background).to_have_attribute("fill", "#1d3557")
     assert_accessible(page, "/settings while typing")
 
+    warning = page.locator("[data-contrast-warning]")
+    expect(warning).to_be_hidden()
     page.get_by_label("Brand colour", exact=True).fill("#ffff00")
+    expect(warning).to_have_text("White text on #ffff00 has a contrast of 1.07:1; choose a darker colour "
+                                 "(at least 4.5:1, WCAG AA).")  # as the server will say, before saving
     page.get_by_role("button", name="Save what applicants see").click()
     page.wait_for_load_state("load")
     expect(page.locator("#brand_colour-error")).to_contain_text("White text on #ffff00 has a contrast of 1.07:1")
+    expect(page.locator("#identity-refused")).to_have_text(
+        "Nothing was saved: correct the fields marked below and save again. Every value you typed is kept in the form.")
     expect(page.get_by_label("Name shown to applicants")).to_have_value("KIH Admissions")
+    # The sample and the picker show what was typed, refused colour included, with the warning.
+    expect(sample.locator("[data-sample-name]")).to_have_text("KIH Admissions")
+    expect(background).to_have_attribute("fill", "#ffff00")
+    expect(page.get_by_label("Or pick the brand colour")).to_have_value("#ffff00")
+    expect(warning).to_be_visible()
     _drop_expected_refusal(page_errors)
     assert_accessible(page, "/settings after a refused colour")
 

@@ -170,6 +170,8 @@ def test_a_bad_value_is_refused_under_its_field_and_nothing_is_stored(app, admin
     assert message in _error_under(page, field)
     assert 'aria-invalid="true"' in page
     assert _value_of(page, field) == value  # what the admin typed is kept
+    assert ("Nothing was saved: correct the fields marked below and save again. Every value you typed is kept in "
+            "the form.") in html.unescape(page)
     assert _value_of(page, "display_name") == ("A new name" if field != "display_name" else value)
     assert _stored(app, admin.institution.id) == before
     assert len(_audit_rows(app, "institution.identity")) == 1  # the first, good save only

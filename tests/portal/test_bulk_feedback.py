@@ -139,3 +139,28 @@ def test_without_redis_a_confirmed_change_is_refused_whole(staff, factory, app, 
     refused = staff.post("/applicants/bulk", {**change, "confirmation": token}, htmx=True)
     assert refused.status_code == 503 and "nothing was changed" in _text(refused)
     assert set(_decisions(app, ids).values()) == {"none"}
+
+
+def test_a_change_that_leaves_every_row_as_it_was_says_why_and_is_not_a_success(staff, factory):
+    ids = [factory.application(staff.institution, decision="accepted").id for _ in range(2)]
+    same = confirmed(staff, "/applicants/bulk", {"ids": ids, "decision": "accepted"}, htmx=True)
+    html = _text(same)
+    assert ('<div class="alert alert-info" role="status" tabindex="-1" autofocus data-bulk-done><p>Nothing changed: '
+            "the 2 selected applications were already with the chosen decision.</p>") in html
+    assert "alert-ok" not in html and "0 of 2" not in html
+
+    one = confirmed(staff, "/applicants/bulk", {"ids": ids[:1], "decision": "accepted"},
+                    headers={"Referer": "http://localhost/applicants"})
+    assert one.status_code == 302
+    assert "Nothing changed: the selected application was already with the chosen decision." in _text(
+        staff.get("/applicants"))
+
+
+def test_a_change_that_leaves_some_rows_as_they_were_counts_them(staff, factory):
+    changed = factory.application(staff.institution)
+    unchanged = [factory.application(staff.institution) for _ in range(2)]
+    confirmed(staff, "/applicants/bulk", {"ids": [a.id for a in unchanged], "stage": "interview"}, htmx=True)
+    mixed = confirmed(staff, "/applicants/bulk", {"ids": [changed.id] + [a.id for a in unchanged],
+                                                  "stage": "interview"}, htmx=True)
+    assert ('<div class="alert alert-ok" role="status" tabindex="-1" autofocus data-bulk-done><p>1 of 3 selected '
+            "applications changed; the 2 others were already at the chosen stage.</p>") in _text(mixed)

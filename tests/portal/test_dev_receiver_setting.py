@@ -82,3 +82,22 @@ def test_the_receiver_is_admitted_on_its_hook_path_only(app, admin, receiver, mo
         assert refused.status_code == 422, path
     accepted = _save(admin, f"{receiver}/hooks/{admin.institution.id}")
     assert accepted.status_code == 200 and "development receiver</span>" in _text(accepted)
+
+
+def test_choosing_the_receiver_says_so_once_and_the_url_help_names_its_exception(app, admin, receiver, monkeypatch):
+    monkeypatch.setitem(app.config, "WEBHOOK_DEV_RECEIVER_URL", receiver)
+    chosen = _text(admin.post("/webhooks/dev-receiver", htmx=True))
+    assert chosen.count("go to the development receiver") == 1
+    assert "Deliveries now go to the development receiver. Send a test ping" in chosen
+    later = _text(admin.get("/webhooks"))
+    assert later.count("go to the development receiver") == 1 and 'id="dev-receiver-in-use"' in later
+    hint = later[later.index('id="webhook-url-hint"'):]
+    hint = hint[:hint.index("</p>")]
+    assert "loopback, link-local and metadata addresses are refused" in hint
+    assert (f"The one exception, in this demo only: the development receiver's <code>http</code> loopback "
+            f"address (<code>{receiver}/hooks/…</code>) is accepted, while Karibu's own receiver answers "
+            "there.") in hint
+
+
+def test_without_the_receiver_the_url_help_names_no_exception(app, admin):
+    assert "The one exception" not in _text(admin.get("/webhooks"))

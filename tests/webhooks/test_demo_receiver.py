@@ -76,7 +76,8 @@ def test_one_click_and_a_signed_ping_shows_verified_on_the_receivers_page(app, a
     assert chosen.status_code == 200
     html = _text(chosen)
     assert re.search(r'<code id="signing-secret">whsec_', html), "the new secret is shown once, as for any endpoint"
-    assert 'id="dev-receiver-in-use"' in html and "development receiver</span>" in html
+    assert html.count("go to the development receiver") == 1 and "development receiver</span>" in html
+    assert 'id="dev-receiver-in-use"' in _text(admin.get("/webhooks"))
     with app.app_context():
         endpoint = db.session.query(WebhookEndpoint).filter_by(institution_id=admin.institution.id).one()
         assert endpoint.url == f"{dev_receiver}/hooks/{admin.institution.id}"

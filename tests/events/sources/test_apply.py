@@ -223,3 +223,19 @@ def test_staff_submission_is_marked_and_emitted(sources, factory, receiver):
                                ApplicantFields("Jean", "Mugisha", "jean@example.com"), submitted_by_staff=True)
         assert [(e["location"], e["name"]) for e in refused.value.errors] == [("body", "program_id")]
     assert_written_and_delivered(sources, institution, "application.submitted", expected, secret, receiver)
+
+
+def test_a_mistyped_form_address_answers_the_applicant_in_their_language(client, factory):
+    institution = factory.institution("Université du Burundi")
+    for path in (f"/apply/{institution.id}x", f"/apply/{institution.id}x/submitted"):
+        page = client.get(path, headers={"Accept-Language": "fr-FR,fr;q=0.9"})
+        html = page.get_data(as_text=True)
+        assert page.status_code == 404, path
+        assert '<html lang="fr">' in html
+        assert "<h1 id=\"not-found-title\">Ce formulaire de candidature est introuvable</h1>" in html
+        assert "Karibu" not in html and "sign-in" not in html and "/login" not in html
+        assert "Université du Burundi" not in html
+    swahili = client.get(f"/apply/{institution.id}x?lang=sw").get_data(as_text=True)
+    assert "Fomu hii ya maombi haikupatikana" in swahili
+    english = client.get(f"/apply/{institution.id}x").get_data(as_text=True)
+    assert "This application form was not found" in english and "Go to sign-in" not in english
