@@ -218,6 +218,15 @@
   document.addEventListener("toggle", markScrollingTables, true);  /* a table in a <details> just opened */
   window.addEventListener("resize", markScrollingTables);
 
+  /* A list's filters (details[data-fold-on-phones]) fold behind their "Filters" button below 768 px and stay open
+     from 768 px, where the button is hidden. */
+  var wide = window.matchMedia("(min-width: 768px)");
+  function foldFilters() {
+    document.querySelectorAll("details[data-fold-on-phones]").forEach(function (fold) { fold.open = wide.matches; });
+  }
+  foldFilters();
+  wide.addEventListener("change", foldFilters);
+
   /* The dashboard chart: one Tab stop; the arrow keys, Home and End move between its days (each shows its date
      and count when focused). */
   function chartDays(chart) { return Array.prototype.slice.call(chart.querySelectorAll(".day")); }

@@ -84,6 +84,11 @@ class Filters:
     def active(self) -> bool:
         return bool(self.as_args())
 
+    @property
+    def count(self) -> int:
+        """How many filters are set (the search counts as one)."""
+        return len(self.as_args())
+
 
 def _parse_columns(args) -> tuple[str, ...]:
     """The chosen optional columns: `columns=program,stage` or repeated `columns` (checkboxes send one each,

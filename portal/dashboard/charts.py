@@ -72,6 +72,32 @@ class DailyChart:
         return self.total == 0
 
 
+@dataclass(frozen=True)
+class Week:
+    """The applications of one week (Monday to Sunday, cut to the days charted) and its bar's share of the
+    busiest week's (0 to 1)."""
+    first: date
+    last: date
+    count: int
+    share: float
+
+    @property
+    def label(self) -> str:
+        """`2 Mar – 8 Mar` in the page's language (a single day alone)."""
+        ends = [format_date(day, "d MMM", locale=get_locale() or "en") for day in dict.fromkeys((self.first, self.last))]
+        return " – ".join(ends)
+
+
+def weekly_bars(series: list[tuple[date, int]]) -> list[Week]:
+    """The days of `series` (in day order) summed per week from Monday: the chart drawn on phones."""
+    weeks: dict[date, list[tuple[date, int]]] = {}
+    for day, count in series:
+        weeks.setdefault(day - timedelta(days=day.weekday()), []).append((day, count))
+    totals = [(days[0][0], days[-1][0], sum(count for _, count in days)) for days in weeks.values()]
+    peak = max((total for _, _, total in totals), default=0)
+    return [Week(first, last, total, total / peak if peak else 0.0) for first, last, total in totals]
+
+
 def nice_step(maximum: int, max_ticks: int = 5) -> int:
     """Smallest step of the form 1, 2 or 5 times a power of ten giving at most max_ticks steps."""
     if maximum <= 0:

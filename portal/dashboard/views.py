@@ -7,7 +7,7 @@ from core.models import Cycle
 from core.applications.overview import current_cycle, cycles
 from core.applications.overview import dashboard as dashboard_figures
 from portal import bp
-from portal.dashboard.charts import daily_chart, fill_days
+from portal.dashboard.charts import daily_chart, fill_days, weekly_bars
 from portal.rendering import render_page
 from portal.security import staff_required
 
@@ -24,6 +24,7 @@ def dashboard():
     chosen = request.args.get("cycle")
     cycle = g.scope.require(Cycle, chosen, what="Cycle") if chosen else current_cycle(g.scope)
     figures = dashboard_figures(g.scope, cycle)
-    chart = daily_chart(fill_days(figures.per_day, figures.first_day, figures.last_day)) if cycle else None
+    days = fill_days(figures.per_day, figures.first_day, figures.last_day) if cycle else []
+    chart = daily_chart(days) if cycle else None
     return render_page("dashboard/index.html", "dashboard/partial/figures.html", figures=figures, chart=chart,
-                       cycle=cycle, cycles=every_cycle)
+                       weeks=weekly_bars(days), cycle=cycle, cycles=every_cycle)

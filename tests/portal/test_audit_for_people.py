@@ -20,7 +20,7 @@ def _rows(page: str) -> list[str]:
 
 
 def _cell(row: str, css: str) -> str:
-    return html.unescape(re.search(rf'<td class="{css}">(.*?)</td>', row, flags=re.S).group(1)).strip()
+    return html.unescape(re.search(rf'<td class="{css}"[^>]*>(.*?)</td>', row, flags=re.S).group(1)).strip()
 
 
 def _add(app, institution, **fields) -> None:

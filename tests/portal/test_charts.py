@@ -2,7 +2,7 @@ from datetime import date
 
 import pytest
 
-from portal.dashboard.charts import daily_chart, fill_days, nice_step
+from portal.dashboard.charts import daily_chart, fill_days, nice_step, weekly_bars
 
 
 @pytest.mark.parametrize(
@@ -52,3 +52,19 @@ def test_empty_series_is_an_empty_chart():
     assert chart.is_empty
     assert chart.busiest is None
     assert len(chart.bars) == 7
+
+
+def test_weekly_bars_sum_the_days_from_monday_cut_to_the_days_charted():
+    # Wednesday 4 March to Tuesday 17 March 2026: a short first week, a whole one, a short last one.
+    series = fill_days({date(2026, 3, 4): 2, date(2026, 3, 8): 1, date(2026, 3, 9): 6, date(2026, 3, 17): 3},
+                       date(2026, 3, 4), date(2026, 3, 17))
+    weeks = weekly_bars(series)
+    assert [(week.first, week.last, week.count) for week in weeks] == [
+        (date(2026, 3, 4), date(2026, 3, 8), 3),
+        (date(2026, 3, 9), date(2026, 3, 15), 6),
+        (date(2026, 3, 16), date(2026, 3, 17), 3),
+    ]
+    assert [week.share for week in weeks] == [0.5, 1.0, 0.5]
+    assert [week.label for week in weeks] == ["4 Mar – 8 Mar", "9 Mar – 15 Mar", "16 Mar – 17 Mar"]
+    assert weekly_bars(fill_days({}, date(2026, 3, 2), date(2026, 3, 2)))[0].label == "2 Mar"
+    assert weekly_bars([]) == []

@@ -43,7 +43,7 @@ RAW_CODES = ["none", "male", "female", "national_id", "flutterwave", "mpesa", "w
              "staff", "admin", "portal", "authentic", "withheld", "cancelled", "not_found"]
 ENGLISH = re.compile(r"(?<![\w.@/-])(" + "|".join(ENGLISH_WORDS) + r")(?![\w@/-]|\.\w)", re.I)
 RAW = re.compile(r"(?<![\w.@/-])(" + "|".join(RAW_CODES) + r")(?![\w@/-]|\.\w)")
-READ_ATTRIBUTES = {"title", "aria-label", "placeholder", "alt", "hx-confirm", "aria-description"}
+READ_ATTRIBUTES = {"title", "aria-label", "placeholder", "alt", "hx-confirm", "aria-description", "data-label"}
 TIME_ZONE = re.compile(r"[A-Z][A-Za-z]+/[\w/+-]+")
 SKIPPED_ELEMENTS = {"script", "style", "code", "pre", "kbd", "samp"}
 
