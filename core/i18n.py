@@ -1,4 +1,4 @@
-"""Languages of applicant-facing text (English, French, Swahili) and the compiling of `translations/` catalogues."""
+"""Languages of the portal and of applicants' pages (English, French, Swahili); compiling `translations/`."""
 from __future__ import annotations
 
 import os
@@ -8,9 +8,8 @@ from pathlib import Path
 from core.config import PROJECT_ROOT
 
 LANGUAGES = {"en": "English", "fr": "Français", "sw": "Kiswahili"}
-# Languages of the staff portal: those whose catalogue covers the staff pages (Swahili covers only the
-# applicant-facing text so far).
-STAFF_LANGUAGES = {"en": "English", "fr": "Français"}
+# Languages of the staff portal: those whose catalogue covers the staff pages (all three, each in its own name).
+STAFF_LANGUAGES = dict(LANGUAGES)
 DEFAULT_LANGUAGE = "en"
 CATALOGUE_DIR = PROJECT_ROOT / "translations"
 

@@ -31,6 +31,10 @@ VOCABULARY = {
     "payment_status": {"pending": _l("Pending"), "completed": _l("Completed"), "failed": _l("Failed")},
     "gender": {"male": _l("Male"), "female": _l("Female"), "other": _l("Other")},
     "id_type": {"national_id": _l("National ID"), "passport": _l("Passport"), "birth_certificate": _l("Birth certificate")},
+    # The kinds of document the seeder and partners upload; another kind is shown as it was given.
+    "document_kind": {"transcript": _l("Academic transcript"), "national_id": _l("National identity document"),
+                      "recommendation": _l("Letter of recommendation"), "passport": _l("Passport"),
+                      "birth_certificate": _l("Birth certificate")},
     "yes_no": {True: _l("Yes"), False: _l("No")},
     "actor_kind": {"staff": _l("Staff member"), "api": _l("API key"), "applicant": _l("Applicant")},
     "audit_source": {"api": _l("API"), "portal": _l("Portal"), "callback": _l("Payment notice"),

@@ -8,6 +8,10 @@ from zoneinfo import ZoneInfo
 
 from babel.dates import format_date as babel_format_date
 from babel.dates import format_datetime as babel_format_datetime
+from babel.numbers import format_currency as babel_format_currency
+from babel.numbers import format_decimal as babel_format_decimal
+from babel.numbers import format_percent as babel_format_percent
+from babel.units import format_unit as babel_format_unit
 from flask import Flask, g, make_response, render_template, request
 from flask_babel import get_locale
 from flask_babel import lazy_gettext as _l
@@ -141,15 +145,39 @@ def format_date(value: date | datetime | str | None) -> Markup:
     return _time_element(isoformat_z(moment.replace(microsecond=0)), date_text(moment))
 
 
+# English keeps the code after the amount ("60,000 RWF", as the institutions' statements write it); French and
+# Swahili take their CLDR pattern ("60 000 RWF", "75,00 $US"; "RWF 60,000", "US$ 75.00").
+CURRENCY_PATTERNS = {"en": "#,##0.00 ¤¤"}
+
+
 def format_money(amount: Decimal | float | None, currency: str | None = "") -> str:
+    """An amount in the page's language with as many decimals as its currency has (none for RWF and UGX)."""
     if amount is None:
         return "—"
-    decimals = 0 if currency in ("RWF", "UGX") else 2
-    return f"{Decimal(str(amount)):,.{decimals}f} {currency or ''}".strip()
+    if not currency:
+        return format_number(amount)
+    language = page_language()
+    return babel_format_currency(Decimal(str(amount)), currency, CURRENCY_PATTERNS.get(language), locale=language)
 
 
 def format_percent(share: float) -> str:
-    return f"{share * 100:.0f}%"
+    """A share as a whole percentage in the page's language ("42%", "42 %")."""
+    return babel_format_percent(share, locale=page_language())
+
+
+def format_number(value: int | float | Decimal | None) -> str:
+    """A count or figure in the page's language ("12,345", "12 345")."""
+    if value is None or value == "":
+        return ""
+    return babel_format_decimal(value, locale=page_language())
+
+
+def format_size(size_in_bytes: int | None) -> str:
+    """A file's size in kilobytes, one decimal at most, in the page's language ("0.8 kB", "0,8 ko")."""
+    if size_in_bytes is None:
+        return ""
+    return babel_format_unit(Decimal(size_in_bytes) / 1024, "digital-kilobyte", length="short", format="#,##0.#",
+                             locale=page_language())
 
 
 def decision_labels() -> dict[str, str]:
@@ -170,6 +198,8 @@ def register_template_helpers(app: Flask) -> None:
     app.add_template_filter(format_month, "month")
     app.add_template_filter(format_money, "money")
     app.add_template_filter(format_percent, "percent")
+    app.add_template_filter(format_number, "number")
+    app.add_template_filter(format_size, "size")
     app.add_template_global(portal_nav)
     app.add_template_global(display_zone)
     app.add_template_global(page_language)

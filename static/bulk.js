@@ -19,11 +19,13 @@
     return Boolean(block) && block.getAttribute("data-chosen") === "true";
   }
 
-  /* The bar's count: the rows ticked, or once "all N matching" is chosen, the same N as the banner. */
+  /* The bar's count: the rows ticked, or once "all N matching" is chosen, the same N as the banner. The
+     catalogue's singular or plural is chosen by the page language's plural rule (CLDR, as gettext's). */
   function countText(counter, chosen) {
     if (chosen === 0) { return counter.getAttribute("data-text-zero"); }
-    if (chosen === 1) { return counter.getAttribute("data-text-one"); }
-    return counter.getAttribute("data-text-many").replace("{count}", chosen.toLocaleString(document.documentElement.lang || undefined));
+    var language = document.documentElement.lang || undefined;
+    var form = new Intl.PluralRules(language).select(chosen) === "one" ? "data-text-one" : "data-text-other";
+    return counter.getAttribute(form).replace("{count}", chosen.toLocaleString(language));
   }
 
   function refreshCount(formId) {

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import timedelta
 
+from flask_babel import lazy_gettext as _l
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 from sqlalchemy import select
 
@@ -39,16 +40,16 @@ def decision_response_tokens(decisions: Iterable[Decision]) -> dict[str, str]:
 
 def decision_for_token(token: str) -> Decision:
     """The decision a response link names; NotFound for a forged, garbled or expired link, or one whose applicant
-    was erased."""
+    was erased (its message drawn in the language of the page that shows it)."""
     try:
         claims = _serializer().loads(token, max_age=int(RESPONSE_LINK_MAX_AGE.total_seconds()))
     except SignatureExpired:
-        raise NotFound("This link has expired. Please contact the admissions office.") from None
+        raise NotFound(_l("This link has expired. Please contact the admissions office.")) from None
     except BadSignature:
-        raise NotFound("This link is not valid. Please use the link exactly as you received it.") from None
+        raise NotFound(_l("This link is not valid. Please use the link exactly as you received it.")) from None
     decision = db.session.get(Decision, claims.get("decision_id")) if isinstance(claims, dict) else None
     if decision is None or decision.application.applicant.erased_at is not None:  # an erased person answers nothing
-        raise NotFound("This link is not valid. Please use the link exactly as you received it.")
+        raise NotFound(_l("This link is not valid. Please use the link exactly as you received it."))
     return decision
 
 

@@ -7,9 +7,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from babel import Locale
+from flask_babel import get_locale
 from sqlalchemy import func
 
 from core.db import db
+from core.i18n import DEFAULT_LANGUAGE, LANGUAGES
 from core.errors import InvalidInput
 from core.models import (
     ApiKey, Applicant, Application, AuditLog, Decision, StaffInvitation, User, WebhookDelivery, WebhookEndpoint,
@@ -118,12 +121,22 @@ def target_id(target: str) -> str | None:
     return match.group(0) if match else None
 
 
-def readable_target(target: str | None) -> str:
-    """A target as recorded, with a role in words: an invitation is recorded as `inv_… (staff)`."""
+def readable_target(target: str | None, action: str | None = None) -> str:
+    """A target as recorded, with its codes in words: an invitation is recorded as `inv_… (staff)`, a change of
+    language as its code (`fr`), named here in the reader's language ("French", "Kifaransa")."""
+    if action == "user.language" and target in LANGUAGES:
+        return Locale.parse(target).get_display_name(str(get_locale() or DEFAULT_LANGUAGE)).capitalize()
     match = re.fullmatch(r"(\S+) \((\w+)\)", target or "")
     if match and match.group(2) in VOCABULARY["role"]:
         return f"{match.group(1)} ({words('role', match.group(2))})"
     return target or ""
+
+
+def target_label(row: AuditLog, targets: dict[str, AuditTarget]) -> str:
+    """What to call a row's target: the object it names while it exists (a colleague by email, an applicant by
+    name), else the target as recorded, in words."""
+    target = targets.get(target_id(row.target) or "")
+    return target.label if target else readable_target(row.target, row.action)
 
 
 def audit_targets(scope: InstitutionScope, rows: Iterable[AuditLog]) -> dict[str, AuditTarget]:

@@ -9,7 +9,7 @@ from flask import flash, g, redirect, session, url_for
 from flask_babel import gettext as _
 from flask_login import current_user, logout_user
 
-from core.audit.browsing import AuditFilters, audit_page
+from core.audit.browsing import AuditFilters, audit_page, audit_targets, target_label
 from core.errors import InvalidInput, NotFound
 from core.accounts.sessions import describe_user_agent, end_all_sessions, end_session, live_sessions
 from core.models.accounts import StaffSession
@@ -80,10 +80,11 @@ def _session_rows() -> list[SessionRow]:
 
 
 def _account_page(password_form: ChangePasswordForm | None = None, status: int = 200):
+    rows = audit_page(g.scope, AuditFilters(actor=current_user.email), RECENT_AUDIT_ENTRIES).rows
+    targets = audit_targets(g.scope, rows)
     return render_page(
         "account/index.html", status=status, password_form=password_form or ChangePasswordForm(formdata=None),
-        sessions=_session_rows(),
-        audit_rows=audit_page(g.scope, AuditFilters(actor=current_user.email), RECENT_AUDIT_ENTRIES).rows)
+        sessions=_session_rows(), audit_rows=rows, target_labels={row.id: target_label(row, targets) for row in rows})
 
 
 @bp.get("/account")

@@ -373,9 +373,3 @@ def current_list_state() -> ListState:
 @bp.app_context_processor
 def _list_state_helper() -> dict:
     return {"current_list_state": current_list_state}
-
-
-@bp.app_template_filter("number")
-def _number(value: int) -> str:
-    """A count with the locale's digit grouping (48,213)."""
-    return format_number(value)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 
 from flask import Blueprint, abort, current_app, g, redirect, render_template, request, session, url_for
-from flask_babel import gettext, lazy_gettext, refresh
+from flask_babel import get_locale, gettext, lazy_gettext, refresh
 from flask_wtf import FlaskForm
 from wtforms import SelectField, StringField
 from wtforms.validators import AnyOf, DataRequired
@@ -19,7 +19,7 @@ from core.applications.decision_answers import ANSWERABLE_DECISIONS, RESPONSES, 
 from core.audit.recording import AuditEntry
 from core.config import settings
 from core.errors import Conflict, InvalidInput, NotFound
-from core.i18n import LANGUAGES
+from core.i18n import DEFAULT_LANGUAGE, LANGUAGES
 from core.institutions.identity import ApplicantIdentity, applicant_identity
 from core.models import Decision, utcnow
 from core.scoping import InstitutionScope
@@ -234,7 +234,8 @@ def _open_answer_link(token: str) -> tuple[Decision, ApplicantIdentity]:
 def _link_refused(error: NotFound):
     """The 404 of a link that cannot be used, in the applicant layout (without an institution: none is known)."""
     use_language(visitor_language(None))
-    return _private(_render("public/link_refused.html", None, 404, message=error.message))
+    refresh()  # the refusal's heading and sentence both in the visitor's language
+    return _private(_render("public/link_refused.html", None, 404, message=str(error.message)))
 
 
 def _answerable(decision: Decision) -> bool:
@@ -253,13 +254,24 @@ def answer_page_preview(application, decision_status: str, language: str):
     """For staff: the answer page's first step as `application`'s applicant will see it once `decision_status`
     is sent, in `language`, its choices inert."""
     institution = active_institution(InstitutionScope(application.institution_id))
+    # The note to staff in the staff member's language, drawn before the page turns to the applicant's.
+    preview = PreviewNote(language=str(get_locale() or DEFAULT_LANGUAGE), text=gettext(
+        "Preview for staff: this is the page the applicant will see once the decision is sent. Nothing can be "
+        "answered from it."))
     use_language(language)
     refresh()
     decision = PreviewDecision(status=decision_status, sent_at=utcnow(), application=application)
     return _private(_render("public/decision.html", applicant_identity(institution), decision=decision,
                             application=application, form=DecisionResponseForm(formdata=None),
-                            answerable=_answerable(decision), preview=True, public_languages=LANGUAGES,
+                            answerable=_answerable(decision), preview=preview, public_languages=LANGUAGES,
                             language_url=_language_url))
+
+
+@dataclass(frozen=True)
+class PreviewNote:
+    """The staff preview's note: its text and the language it is written in (the staff member's)."""
+    language: str
+    text: str
 
 
 @dataclass(frozen=True)

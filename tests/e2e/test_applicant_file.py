@@ -71,7 +71,7 @@ def test_a_bulk_send_by_keyboard_asks_for_the_count_and_moves_focus(page, factor
     page.keyboard.press("Tab")  # the next row's checkbox
     expect(row_boxes.nth(1)).to_be_focused()
     page.keyboard.press("Space")
-    expect(page.locator('[data-selected-count="bulk"]')).to_have_text("2 selected")
+    expect(page.locator('[data-selected-count="bulk"]')).to_have_text("2 applicants selected")
 
     decision = page.get_by_label("Set decision")
     decision.focus()
@@ -115,7 +115,7 @@ def test_a_refused_bulk_change_lists_the_rows_and_keeps_the_selection(page, fact
     expect(alert).to_be_focused()
     expect(page.get_by_role("checkbox", name="Select Amani Otieno")).to_be_checked()
     expect(page.get_by_role("checkbox", name="Select Nakato0 Achieng")).to_be_checked()
-    expect(page.locator('[data-selected-count="bulk"]')).to_have_text("2 selected")
+    expect(page.locator('[data-selected-count="bulk"]')).to_have_text("2 applicants selected")
     # The refusal is a 400 answer, which Chromium logs as a failed resource load: that one is expected.
     refused = [error for error in page_errors if "status of 400" in error]
     assert len(refused) == 1

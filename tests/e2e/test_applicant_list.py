@@ -38,7 +38,7 @@ def test_keyboard_only_load_more_moves_focus_to_the_first_new_row(page, factory)
     assert page.evaluate("() => document.activeElement.value") == newest_first[50].id, \
         "the next Tab reaches that row's checkbox"
     page.keyboard.press("Space")
-    expect(page.locator('[data-selected-count="bulk"]')).to_have_text("1 selected")
+    expect(page.locator('[data-selected-count="bulk"]')).to_have_text("1 applicant selected")
 
 
 def test_count_sort_columns_saved_view_and_back_link(page, factory):

@@ -25,10 +25,10 @@ def test_selected_rows_are_confirmed_in_the_page_changed_once_and_shown_changed(
     rows = page.locator("#applicant-rows tr:not(.load-more)")
     expect(rows).to_have_count(20)
     counter = page.locator('[data-selected-count="bulk"]')
-    expect(counter).to_have_text("0 selected")
+    expect(counter).to_have_text("None selected")
     for index in range(3):
         rows.nth(index).get_by_role("checkbox").check()
-    expect(counter).to_have_text("3 selected")
+    expect(counter).to_have_text("3 applicants selected")
 
     page.get_by_label("Move to stage").select_option(label="Interview")
     page.get_by_role("button", name="Apply to selected").click()
@@ -47,7 +47,7 @@ def test_selected_rows_are_confirmed_in_the_page_changed_once_and_shown_changed(
         expect(updated.nth(index)).to_contain_text("Interview")
     # Nothing left to apply it again: no question, no selection, no change chosen.
     expect(page.get_by_role("alertdialog")).to_have_count(0)
-    expect(counter).to_have_text("0 selected")
+    expect(counter).to_have_text("None selected")
     expect(page.get_by_label("Move to stage")).to_have_value("")
     expect(page.get_by_role("button", name="Apply to selected")).to_be_disabled()
     assert dialogs == [], "the page asks, not the browser"
@@ -63,10 +63,10 @@ def test_all_matching_counts_agree_and_the_table_refreshes_after_the_change(page
     counter = page.locator('[data-selected-count="bulk"]')
 
     page.get_by_label("Select every applicant shown").check()
-    expect(counter).to_have_text("50 selected")
+    expect(counter).to_have_text("50 applicants selected")
     page.get_by_role("button", name="Select all 60 matching applicants").click()
     expect(page.get_by_text("All 60 matching applicants are selected")).to_be_visible()
-    expect(counter).to_have_text("60 selected")  # the bar and the banner say the same number
+    expect(counter).to_have_text("60 applicants selected")  # the bar and the banner say the same number
 
     page.get_by_label("Move to stage").select_option(label="Committee review")
     apply_all = page.get_by_role("button", name="Apply to all 60 matching applicants")
@@ -85,7 +85,7 @@ def test_all_matching_counts_agree_and_the_table_refreshes_after_the_change(page
     expect(rows.filter(has_text="Committee review")).to_have_count(50)
     expect(apply_all).to_be_hidden()
     expect(page.get_by_text("All 60 matching applicants are selected")).to_be_hidden()
-    expect(counter).to_have_text("0 selected")
+    expect(counter).to_have_text("None selected")
     expect(page.get_by_label("Select every applicant shown")).not_to_be_checked()
     expect(page.get_by_label("Move to stage")).to_have_value("")
     expect(page.get_by_role("alertdialog")).to_have_count(0)

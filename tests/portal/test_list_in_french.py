@@ -14,9 +14,9 @@ def test_the_list_and_its_bulk_bar_read_in_french(staff, factory):
     other = factory.application(staff.institution)
     staff.post("/account/language", {"language": "fr"})
     page = _text(staff.get("/applicants"))
-    for french in ("Rechercher par nom, e-mail ou numéro de candidature", "Toutes les sessions", "Payé ou non",
+    for french in ("Rechercher par nom, e-mail ou numéro de candidature", "Tous les cycles", "Payé ou non",
                    "Appliquer les filtres", "Passer à l’étape", "Garder l’étape", "Appliquer à la sélection",
-                   "Aller aux résultats", "0 sélectionné", ">Entretien</span>", ">Liste d'attente</span>",
+                   "Aller aux résultats", "Aucun candidat sélectionné", ">Entretien</span>", ">Liste d'attente</span>",
                    ">Pas encore de décision</span>"):
         assert french in page, french
     for english in ("Search by name", "All cycles", "Paid or not", "Apply filters", "Move to stage",

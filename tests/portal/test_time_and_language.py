@@ -118,9 +118,18 @@ def test_staff_choose_their_language(app, staff):
     assert '<option selected value="fr">Français</option>' in _text(staff.get("/account/language"))
 
 
+def test_staff_can_choose_swahili(app, staff):
+    assert '<option value="sw">Kiswahili</option>' in _text(staff.get("/account/language"))
+    chosen = staff.post("/account/language", {"language": "sw", "next": "/cycles"})
+    assert chosen.status_code == 302
+    swahili = _text(staff.get("/cycles"))
+    assert '<html lang="sw">' in swahili and "Ruka hadi maudhui makuu" in swahili
+    assert "Vipindi vya udahili na programu" in swahili and "Cycles and programs" not in swahili
+
+
 def test_a_language_without_a_staff_catalogue_is_refused(app, staff):
-    response = staff.post("/account/language", {"language": "sw"})
-    assert response.status_code == 400 and "Choose one of: English, Français." in _text(response)
+    response = staff.post("/account/language", {"language": "de"})
+    assert response.status_code == 400 and "Choose one of: English, Français, Kiswahili." in _text(response)
     with app.app_context():
         assert db.session.get(User, staff.user.id).language is None
 
