@@ -41,6 +41,13 @@ def all_ids(client, key) -> set[str]:
     return {record["id"] for record in body["data"]}
 
 
+def undecided_id(client, key) -> str:
+    """A sandbox application with no decision yet: sending one changes it, so it writes a message and an event
+    (the sample applicants' decisions are drawn at random)."""
+    body = client.get("/api/v1/applications", query_string={"limit": 1000}, headers=auth_header(key)).get_json()
+    return min(record["id"] for record in body["data"] if record["application"]["decision"] == "none")
+
+
 def test_a_test_key_lists_only_the_sandbox_and_a_live_key_only_live_records(app, client, factory):
     institution, live_key, applications = live_institution(factory)
     key = test_key(app, institution)
@@ -97,7 +104,7 @@ def test_a_test_mode_decision_sends_no_email_and_its_webhook_says_test(mail_app,
     client = engine.test_client()
     with engine.app_context():
         save_endpoint(InstitutionScope(institution.id), receiver.url(RECEIVER_HOST), "decision.sent")
-    sandbox_id = min(all_ids(client, key))
+    sandbox_id = undecided_id(client, key)
 
     assert send_decisions(client, key, [sandbox_id]).status_code == 200
     run_message_worker(engine)
@@ -127,7 +134,7 @@ def test_a_test_endpoint_receives_test_events_only(engine, factory, receiver):
     assert live.exit_code == 0 and test.exit_code == 0, test.output
     assert json.loads(live.output)["endpoint_id"] != json.loads(test.output)["endpoint_id"]
     key = test_key(engine, institution)
-    sandbox_id = min(all_ids(client, key))
+    sandbox_id = undecided_id(client, key)
     for caller, application_id in ((key, sandbox_id), (live_key, applications[0].id)):
         assert send_decisions(client, caller, [application_id]).status_code == 200
     run_worker(engine)
@@ -138,7 +145,7 @@ def test_a_test_endpoint_receives_test_events_only(engine, factory, receiver):
 def test_the_events_feed_separates_the_modes(app, client, factory):
     institution, live_key, applications = live_institution(factory)
     key = test_key(app, institution)
-    sandbox_id = min(all_ids(client, key))
+    sandbox_id = undecided_id(client, key)
     for caller, application_id in ((key, sandbox_id), (live_key, applications[0].id)):
         assert send_decisions(client, caller, [application_id]).status_code == 200
 

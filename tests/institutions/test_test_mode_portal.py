@@ -12,7 +12,7 @@ from core.db import db
 from core.models import Application, Institution
 from core.scoping import InstitutionScope
 from tests.conftest import auth_header
-from tests.institutions.test_test_mode_api import all_ids, live_institution, test_key
+from tests.institutions.test_test_mode_api import all_ids, live_institution, test_key, undecided_id
 from tests.messages.conftest import send_decisions
 from tests.webhooks.conftest import RECEIVER_HOST, run_worker
 
@@ -37,7 +37,7 @@ def test_the_switch_shows_the_sandbox_with_a_banner_and_a_way_back(app, portal_a
     institution, _, applications = live_institution(factory)
     staff = portal_as("admin", institution=institution)
     key = test_key(app, institution)
-    sandbox_id = min(all_ids(client, key))
+    sandbox_id = undecided_id(client, key)
     assert send_decisions(client, key, [sandbox_id]).status_code == 200
 
     live_page = staff.get("/applicants").get_data(as_text=True)
