@@ -21,7 +21,7 @@ def test_bulk_stage_change_and_csv_export(page, factory):
 
     for index in range(3):
         rows.nth(index).get_by_role("checkbox").check()
-    expect(page.locator('[data-selected-count="bulk"]')).to_have_text("3 selected")
+    expect(page.locator('[data-selected-count="bulk"]')).to_have_text("3 applicants selected")
     page.get_by_label("Move to stage").select_option(label="Interview")
     page.get_by_role("button", name="Apply to selected").click()
     page.get_by_role("button", name="Move 3 applicants to “Interview”").click()

@@ -95,7 +95,7 @@ def test_the_delivery_log_pages_by_date_and_id(admin, app, delivering):  # noqa:
                                            attempts=1, created_at=START + timedelta(minutes=minute // 3)))
         db.session.commit()
     pages = _read_every_page(admin, "/webhooks/deliveries?status=dead",
-                             re.compile(r'<tr id="delivery-(whd_\w+)">'), "Load older deliveries", 7,
+                             re.compile(r'<tr id="delivery-(whd_\w+)">'), "Load older deliveries", 8,
                              query="status=dead")
     assert [len(page) for page in pages] == [25, 25, 4]
     with app.app_context():
