@@ -14,7 +14,7 @@ from tests.conftest import TEST_DB, auth_header
 
 pytestmark = pytest.mark.skipif(TEST_DB != "postgres", reason="prepared statements and their plans are PostgreSQL's")
 
-LIST_STATEMENT_START = "SELECT applications.id, applications.applicant_id"
+LIST_STATEMENT_START = "SELECT applications.id, applications.reference, applications.applicant_id"
 
 
 def _prepared_list_statements(app) -> list[tuple[str, int, int]]:
