@@ -60,15 +60,26 @@ def retrying_idle_connections(session: requests.Session) -> requests.Session:
     return session
 
 
-def run_phase(base: str, api_key: str, list_clients: int, expensive_clients: int, seconds: float,
-              export_filter: dict) -> tuple[list[float], Counter]:
-    """List latencies (seconds) and the outcomes of the expensive work over one phase."""
+def client_work(base: str, export_filter: dict, clients: int, search_clients: int,
+                export_clients: int) -> list[list[tuple[str, str, dict, bool]]]:
+    """The work each expensive client cycles through: `clients` over all of it, then `search_clients` over the
+    searches only and `export_clients` over the CSV and NDJSON exports only."""
+    work = expensive_requests(base, export_filter)
+    searches = [item for item in work if item[0] == "search"]
+    exports = [item for item in work if item[0].endswith("export")]
+    return [work] * clients + [searches] * search_clients + [exports] * export_clients
+
+
+def run_phase(base: str, api_key: str, list_clients: int, expensive_work: list[list[tuple[str, str, dict, bool]]],
+              seconds: float) -> tuple[list[float], Counter]:
+    """List latencies (seconds) and the outcomes of the expensive work (one client per list of work) over one
+    phase."""
     deadline = time.monotonic() + seconds
     latencies: list[float] = []
     outcomes: Counter = Counter()
     lock = threading.Lock()
     portal = retrying_idle_connections(sign_in(base, os.environ["STAFF_EMAIL"], os.environ["STAFF_PASSWORD"])) \
-        if expensive_clients and os.environ.get("STAFF_EMAIL") else None
+        if any(on_portal for work in expensive_work for *_, on_portal in work) else None
 
     def list_client():
         with requests.Session() as session:
@@ -82,9 +93,9 @@ def run_phase(base: str, api_key: str, list_clients: int, expensive_clients: int
                     if response.status_code != 200:
                         outcomes[f"list {response.status_code}"] += 1
 
-    def expensive_client(offset: int):
-        """Loops over the expensive work like a well-behaved partner: a 503 is retried after its Retry-After."""
-        work = itertools.islice(itertools.cycle(expensive_requests(base, export_filter)), offset, None)
+    def expensive_client(offset: int, own_work: list[tuple[str, str, dict, bool]]):
+        """Loops over its work like a well-behaved partner: a 503 is retried after its Retry-After."""
+        work = itertools.islice(itertools.cycle(own_work), offset, None)
         with retrying_idle_connections(requests.Session()) as session:
             session.headers["Authorization"] = f"Bearer {api_key}"
             for kind, url, params, on_portal in work:
@@ -111,7 +122,8 @@ def run_phase(base: str, api_key: str, list_clients: int, expensive_clients: int
                     outcomes["503s answered (retried after Retry-After)"] += refusals
 
     threads = [threading.Thread(target=list_client) for _ in range(list_clients)]
-    threads += [threading.Thread(target=expensive_client, args=(number,)) for number in range(expensive_clients)]
+    threads += [threading.Thread(target=expensive_client, args=(number, work))
+                for number, work in enumerate(expensive_work)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -124,7 +136,9 @@ def main() -> None:
     parser.add_argument("--url", help="a running service (default: start gunicorn with the shipped settings)")
     parser.add_argument("--api-key", help="a live key of the bench institution (default: a new one)")
     parser.add_argument("--list-clients", type=int, default=8)
-    parser.add_argument("--expensive-clients", type=int, default=8)
+    parser.add_argument("--expensive-clients", type=int, default=8, help="clients cycling over all the expensive work")
+    parser.add_argument("--search-clients", type=int, default=0, help="more clients running searches only")
+    parser.add_argument("--export-clients", type=int, default=0, help="more clients running CSV/NDJSON exports only")
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--export-filter", default="submitted_after=2026-01-01&submitted_before=2026-01-08",
@@ -136,16 +150,19 @@ def main() -> None:
     server = contextlib.nullcontext(argparse.Namespace(url=args.url)) if args.url else gunicorn(deployed=True)
     alone_p99, mixed_p99, ratios = [], [], []
     with server as running:
-        run_phase(running.url, api_key, args.list_clients, 0, 3, export_filter)  # warm-up
+        expensive_work = client_work(running.url, export_filter, args.expensive_clients, args.search_clients,
+                                     args.export_clients)
+        beside = (f"{args.expensive_clients} mixed, {args.search_clients} searching and {args.export_clients}"
+                  " exporting clients")
+        run_phase(running.url, api_key, args.list_clients, [], 3)  # warm-up
         for run in range(1, args.runs + 1):
-            alone, _ = run_phase(running.url, api_key, args.list_clients, 0, args.seconds, export_filter)
-            mixed, outcomes = run_phase(running.url, api_key, args.list_clients, args.expensive_clients,
-                                        args.seconds, export_filter)
+            alone, _ = run_phase(running.url, api_key, args.list_clients, [], args.seconds)
+            mixed, outcomes = run_phase(running.url, api_key, args.list_clients, expensive_work, args.seconds)
             alone_p99.append(percentile(alone, 0.99) * 1000)
             mixed_p99.append(percentile(mixed, 0.99) * 1000)
             ratios.append(mixed_p99[-1] / alone_p99[-1])
             print(f"run {run}: list alone {summary_ms(alone)} p99={alone_p99[-1]:.1f} ms")
-            print(f"       list with {args.expensive_clients} expensive clients {summary_ms(mixed)} "
+            print(f"       list beside {beside} {summary_ms(mixed)} "
                   f"p99={mixed_p99[-1]:.1f} ms: {ratios[-1]:.2f}× (goal: at most 3×)")
             for outcome, count in sorted(outcomes.items()):
                 print(f"       {outcome:<40} {count}")

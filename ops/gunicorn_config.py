@@ -17,6 +17,12 @@ bind = _settings.KARIBU_BIND
 # Processes use the cores; 2 threads keep a worker useful while one request waits (docs/design-notes.md, ops).
 workers = _settings.WEB_CONCURRENCY
 threads = _settings.KARIBU_THREADS
+# A worker takes a connection only while one of its threads is free, and answers one request per connection:
+# a request waits in the kernel's queue for the first free thread of any worker, never behind a long request
+# in a busy one (docs/performance.md, "Short requests behind long ones"). nginx (deploy/) keeps its own
+# connections to clients and sends gunicorn whole requests.
+worker_connections = threads
+keepalive = 0
 timeout = 60
 graceful_timeout = 30
 # Karibu logs one line per request itself (LOG_FORMAT=json for collectors); gunicorn's access log would
