@@ -68,14 +68,20 @@ def gunicorn(app: str = "wsgi:app", *, env: dict[str, str] | None = None, source
     """gunicorn serving `app` from the directory `source` on a free 127.0.0.1 port, until the block ends.
 
     `env` defaults to server_env(source=source). `deployed` starts it with the production settings
-    (`-c python:ops.gunicorn_config`), which the other arguments override; otherwise gunicorn's own defaults
+    (`-c python:ops.gunicorn_config`), `workers` and `threads` given as WEB_CONCURRENCY and KARIBU_THREADS, the
+    other arguments overriding them; otherwise gunicorn's own defaults
     apply to what is not given. Ready once `probe` answers; its log is shown if it does not start. Stopped with
     SIGTERM to its process group (only the processes started here), SIGKILL after a minute.
     """
     port = free_port()
     command = [sys.executable, "-m", "gunicorn"]
+    env = dict(env if env is not None else server_env(source=source))
     if deployed:
         command += ["-c", "python:ops.gunicorn_config"]
+        # As an operator sets them, so that the settings derived from them (connections per worker) follow.
+        env.update({name: str(value) for name, value in (("WEB_CONCURRENCY", workers), ("KARIBU_THREADS", threads))
+                    if value is not None})
+        workers = threads = None
     command += ["--bind", f"127.0.0.1:{port}", "--log-level", "warning"]
     for option, value in (("--workers", workers), ("--threads", threads), ("--worker-class", worker_class),
                           ("--timeout", timeout), ("--pythonpath", pythonpath)):
@@ -83,8 +89,7 @@ def gunicorn(app: str = "wsgi:app", *, env: dict[str, str] | None = None, source
             command += [option, str(value)]
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen([*command, app], cwd=source,
-                                   env=env if env is not None else server_env(source=source),
-                                   start_new_session=True, stdout=subprocess.DEVNULL, stderr=log)
+                                   env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=log)
         try:
             server = Server(f"http://127.0.0.1:{port}", process)
             wait_until_serving(server.url + probe, f"gunicorn {app} from {source}", start_seconds, process=process,

@@ -2,6 +2,7 @@
 request never waits behind long ones in a busy worker while another worker has a thread free."""
 from __future__ import annotations
 
+import socket
 import threading
 import time
 
@@ -43,3 +44,18 @@ def test_short_requests_go_to_the_free_thread_not_behind_long_ones(two_by_two):
     for thread in slow:
         thread.join()
     assert max(waits) < SLOW_SECONDS / 2, f"a short request waited behind a long one: {max(waits):.2f} s"
+
+
+def test_connections_that_send_nothing_let_go_of_every_thread_within_seconds(two_by_two):
+    port = int(two_by_two.rsplit(":", 1)[1])
+    silent = [socket.create_connection(("127.0.0.1", port)) for _ in range(4)]  # one per thread of the node
+    try:
+        started = time.monotonic()
+        assert requests.get(f"{two_by_two}/fast", timeout=30).status_code == 200
+        assert time.monotonic() - started < 8
+        for connection in silent:
+            connection.settimeout(10)
+            assert connection.recv(1) == b""  # closed by the server
+    finally:
+        for connection in silent:
+            connection.close()
