@@ -1,5 +1,6 @@
 """Migration 0028 converts a database with rows in several months to monthly partitions without losing a row, and
-its downgrade brings back the plain tables with the same rows, also while another connection writes."""
+its downgrade brings back the plain tables with the same rows, also while another connection writes; a run cut
+short or failed leaves nothing behind."""
 from __future__ import annotations
 
 import itertools
@@ -185,5 +186,51 @@ def test_rows_written_updated_and_deleted_during_the_conversion_all_end_up_right
                     assert connection.scalar(text(  # nothing of the rebuild left
                         "SELECT to_regclass('audit_log__changes') IS NULL AND to_regclass('audit_log__rebuilt') IS NULL"
                         " AND NOT EXISTS (SELECT FROM pg_trigger WHERE tgname LIKE '%capture')"))
+        finally:
+            engine.dispose()
+
+
+def _leftovers(engine) -> list[str]:
+    with engine.connect() as connection:
+        return list(connection.scalars(text(
+            "SELECT relname FROM pg_class WHERE relname LIKE '%\\_\\_changes' OR relname LIKE '%\\_\\_rebuilt'"
+            " UNION ALL SELECT tgname FROM pg_trigger WHERE tgname LIKE '%\\_\\_capture'"
+            " UNION ALL SELECT proname FROM pg_proc WHERE proname LIKE '%\\_\\_capture'")))
+
+
+def test_a_run_cut_short_or_failed_leaves_nothing_the_next_run_trips_on(tmp_path):
+    with empty_database(tmp_path) as url:
+        assert flask_command(url, "db", "upgrade", BEFORE).returncode == 0
+        engine = create_engine(url)
+        try:
+            with engine.begin() as connection:
+                for statement in filter(str.strip, SEED.split(";")):
+                    connection.execute(text(statement), {"months": list(MONTHS)})
+                # What a run killed during the audit log's copy leaves: the copy, the change log and its trigger.
+                connection.execute(text("CREATE TABLE audit_log__rebuilt (LIKE audit_log)"))
+                connection.execute(text("CREATE TABLE audit_log__changes (LIKE audit_log)"))
+                connection.execute(text("CREATE FUNCTION audit_log__capture() RETURNS trigger LANGUAGE plpgsql"
+                                        " AS $$ BEGIN RETURN NULL; END $$"))
+                connection.execute(text("CREATE TRIGGER audit_log__capture AFTER INSERT ON audit_log"
+                                        " FOR EACH ROW EXECUTE FUNCTION audit_log__capture()"))
+                # A table in the way of the events' first partition: this run fails there.
+                connection.execute(text("CREATE TABLE events_p2025_11 (id text)"))
+            before = _state(engine)
+
+            failed = flask_command(url, "db", "upgrade")
+            assert failed.returncode != 0 and "events_p2025_11" in failed.stderr
+            assert _leftovers(engine) == []
+            assert _state(engine)["kinds"] == {"audit_log": "p", "webhook_attempts": "p", "events": "r"}
+            with engine.begin() as connection:  # the events stay writable
+                connection.execute(text("INSERT INTO events (id, institution_id, type, occurred_at, payload)"
+                                        " VALUES ('evt_after', 'ins_conversion', 'x', now() AT TIME ZONE 'UTC', '{}')"))
+                connection.execute(text("DROP TABLE events_p2025_11"))
+
+            upgraded = flask_command(url, "db", "upgrade")
+            assert upgraded.returncode == 0, upgraded.stderr
+            after = _state(engine)
+            assert after["kinds"] == dict.fromkeys(("audit_log", "events", "webhook_attempts"), "p")
+            assert after["counts"] == {**before["counts"], "events": before["counts"]["events"] + 1}
+            assert _leftovers(engine) == []
         finally:
             engine.dispose()
