@@ -183,6 +183,7 @@ def _apply_changes(table: str, column: str, limit: int | None = None) -> int:
         f"WITH taken AS (DELETE FROM {table}__changes WHERE change_seq IN (SELECT change_seq FROM {table}__changes"
         f" ORDER BY change_seq{f' LIMIT {limit}' if limit else ''}) RETURNING *)"
         " INSERT INTO applying SELECT * FROM taken").rowcount
+    op.execute("ANALYZE applying")  # a join through the copy's primary key, never a scan of the copy
     op.execute(f"DELETE FROM {table}__rebuilt AS copy USING applying"
                f" WHERE copy.id = applying.id AND copy.{column} = applying.{column}")
     op.execute(f"INSERT INTO {table}__rebuilt ({columns}) SELECT {columns} FROM ("
