@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -17,9 +18,12 @@ from core.db import db
 # Each partitioned table and the time column it is partitioned on.
 PARTITIONED = {"audit_log": "created_at", "webhook_attempts": "attempted_at", "events": "occurred_at"}
 MONTHS_AHEAD = 2
-# A DETACH waits at most this long for its lock (writers queue behind a waiting lock), then tries again later.
-DETACH_LOCK_TIMEOUT_MS = 50
+# Making or detaching a partition takes an exclusive lock on the table, and every write queues behind a lock that
+# waits: each waits at most LOCK_TIMEOUT_MS for it (behind a long reader), then tries again a little later.
+LOCK_TIMEOUT_MS = 25  # a quarter of the 100 ms no write may wait, the rest for the machine's noise
+LOCK_RETRY_PAUSE_SECONDS = 0.2
 DETACH_TRIES = 20
+MAKE_TRIES = 5  # then the next daily run tries again (months are made MONTHS_AHEAD ahead: about 60 more runs)
 _BOUNDS = re.compile(r"FROM \('([^']+)'\) TO \('([^']+)'\)")
 logger = logging.getLogger("karibu.partitions")
 
@@ -70,7 +74,10 @@ def ensure_partitions(now: datetime) -> dict[str, list[str]]:
         existing = {partition.start for partition in partitions(table)}
         wanted = {month_start(now, ahead) for ahead in range(MONTHS_AHEAD + 1)} | set(stray)
         for month in sorted(wanted - existing):
-            _make_partition(table, column, month)
+            if not _make_partition(table, column, month):
+                logger.warning("Partition %s not made (its table was busy); the next daily run tries again",
+                               partition_name(table, month))
+                break  # the later months would wait for the same lock
             made.setdefault(table, []).append(partition_name(table, month))
     return made
 
@@ -79,18 +86,22 @@ def partition_name(table: str, month: datetime) -> str:
     return f"{table}_p{month:%Y_%m}"
 
 
-def _make_partition(table: str, column: str, month: datetime) -> None:
-    """One month's partition, in one transaction with the move of that month's rows out of the DEFAULT."""
+def _make_partition(table: str, column: str, month: datetime) -> bool:
+    """One month's partition, in one transaction with the move of that month's rows out of the DEFAULT, under a
+    short lock timeout; True once made."""
     bounds = {"start": month, "end": month_start(month, 1)}
     name = partition_name(table, month)
-    db.session.execute(text(f"CREATE TEMPORARY TABLE moving (LIKE {table}) ON COMMIT DROP"))
-    db.session.execute(text(
-        f"WITH moved AS (DELETE FROM {table}_default WHERE {column} >= :start AND {column} < :end RETURNING *)"
-        " INSERT INTO moving SELECT * FROM moved"), bounds)
-    db.session.execute(text(f"CREATE TABLE {name} PARTITION OF {table}"
-                            f" FOR VALUES FROM ('{month.isoformat()}') TO ('{bounds['end'].isoformat()}')"))
-    db.session.execute(text(f"INSERT INTO {table} SELECT * FROM moving"))
-    db.session.commit()
+
+    def make() -> None:
+        db.session.execute(text(f"CREATE TEMPORARY TABLE moving (LIKE {table}) ON COMMIT DROP"))
+        db.session.execute(text(
+            f"WITH moved AS (DELETE FROM {table}_default WHERE {column} >= :start AND {column} < :end RETURNING *)"
+            " INSERT INTO moving SELECT * FROM moved"), bounds)
+        db.session.execute(text(f"CREATE TABLE {name} PARTITION OF {table}"
+                                f" FOR VALUES FROM ('{month.isoformat()}') TO ('{bounds['end'].isoformat()}')"))
+        db.session.execute(text(f"INSERT INTO {table} SELECT * FROM moving"))
+
+    return _with_lock_timeout(make, MAKE_TRIES)
 
 
 def drop_expired_partitions(table: str, cutoff: datetime, still_needed: str | None = None,
@@ -124,16 +135,23 @@ def _detach(table: str, name: str) -> bool:
             connection.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql(
                 f"ALTER TABLE {table} DETACH PARTITION {name} CONCURRENTLY")
         return True
+    return _with_lock_timeout(
+        lambda: db.session.execute(text(f"ALTER TABLE {table} DETACH PARTITION {name}")), DETACH_TRIES)
+
+
+def _with_lock_timeout(work: Callable[[], object], tries: int) -> bool:
+    """Run `work` in a transaction of its own whose every lock wait ends after LOCK_TIMEOUT_MS, up to `tries` times
+    while a lock is not available; True once committed."""
     db.session.rollback()
-    for _ in range(DETACH_TRIES):
+    for _ in range(tries):
         try:
-            db.session.execute(text(f"SET LOCAL lock_timeout = '{DETACH_LOCK_TIMEOUT_MS}ms'"))
-            db.session.execute(text(f"ALTER TABLE {table} DETACH PARTITION {name}"))
+            db.session.execute(text(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT_MS}ms'"))
+            work()
             db.session.commit()
             return True
         except OperationalError as error:
             db.session.rollback()
             if not isinstance(error.orig, LockNotAvailable):
                 raise
-            time.sleep(0.2)
+            time.sleep(LOCK_RETRY_PAUSE_SECONDS)
     return False

@@ -1,8 +1,14 @@
 """Migration 0028 converts a database with rows in several months to monthly partitions without losing a row, and
-its downgrade brings back the plain tables with the same rows."""
+its downgrade brings back the plain tables with the same rows, also while another connection writes; a run cut
+short or failed leaves nothing behind."""
 from __future__ import annotations
 
-from sqlalchemy import create_engine, text
+import itertools
+import random
+import threading
+
+import psycopg
+from sqlalchemy import create_engine, make_url, text
 
 from tests.ops.test_migrations import empty_database, flask_command
 from tests.partitions.conftest import ONLY_ON_POSTGRES
@@ -87,5 +93,144 @@ def test_conversion_keeps_every_row_and_downgrade_brings_plain_tables_back(tmp_p
             with engine.connect() as connection:  # the foreign key into events is back
                 assert connection.scalar(text(
                     "SELECT count(*) FROM pg_constraint WHERE conname = 'fk_webhook_deliveries_event_id_events'")) == 1
+        finally:
+            engine.dispose()
+
+
+LIVE_INSERT = (
+    "INSERT INTO audit_log (created_at, request_id, actor, source, action, target, method, path, query, status,"
+    " duration_ms, client_ip, user_agent) VALUES ((now() AT TIME ZONE 'UTC'), 'live', '', 'api', 'inserted', '',"
+    " 'GET', '/', '', 200, 1, '', '') RETURNING id, created_at, action")
+
+
+class LiveWriter(threading.Thread):
+    """Inserts, updates, moves to another month and deletes its own audit rows one statement at a time (each its
+    own transaction) and keeps what the table must hold; counts the writes made while the change log existed."""
+
+    def __init__(self, url: str, rows: dict):
+        super().__init__(daemon=True)
+        self.url, self.rows, self.logged_writes, self.errors = url, rows, 0, []
+        self.stop = threading.Event()
+
+    def run(self):
+        chance = random.Random(43)
+        with psycopg.connect(self.url, autocommit=True, prepare_threshold=None) as connection:
+            for step in itertools.count():
+                if self.stop.is_set():
+                    return
+                logged = connection.execute("SELECT to_regclass('audit_log__changes') IS NOT NULL").fetchone()[0]
+                try:
+                    self._write(connection, (0, 1, 0, 2, 3)[step % 5], chance)  # the live rows grow
+                except psycopg.Error as error:
+                    self.errors.append(str(error))
+                    return
+                self.logged_writes += logged
+
+    def _write(self, connection, kind: int, chance: random.Random) -> None:
+        if kind == 0 or len(self.rows) < 3:
+            row_id, created_at, action = connection.execute(LIVE_INSERT).fetchone()
+            self.rows[row_id] = (created_at, action)
+            return
+        row_id = chance.choice(sorted(self.rows))
+        if kind == 1:
+            self.rows[row_id] = connection.execute(
+                "UPDATE audit_log SET action = 'updated ' || id WHERE id = %s RETURNING created_at, action",
+                (row_id,)).fetchone()
+        elif kind == 2:  # another month: another partition, another key
+            self.rows[row_id] = connection.execute(
+                "UPDATE audit_log SET created_at = created_at - interval '40 days' WHERE id = %s"
+                " RETURNING created_at, action", (row_id,)).fetchone()
+        else:
+            connection.execute("DELETE FROM audit_log WHERE id = %s", (row_id,))
+            del self.rows[row_id]
+
+
+def _live_rows(engine) -> dict:
+    with engine.connect() as connection:
+        return {row_id: (created_at, action) for row_id, created_at, action in connection.execute(text(
+            "SELECT id, created_at, action FROM audit_log WHERE request_id = 'live'"))}
+
+
+def _migrate_while_writing(engine, url: str, rows: dict, *args: str) -> LiveWriter:
+    writer = LiveWriter(make_url(url).set(drivername="postgresql").render_as_string(hide_password=False), rows)
+    writer.start()
+    try:
+        migrated = flask_command(url, "db", *args)
+    finally:
+        writer.stop.set()
+        writer.join()
+    assert migrated.returncode == 0, migrated.stderr
+    return writer
+
+
+def test_rows_written_updated_and_deleted_during_the_conversion_all_end_up_right(tmp_path):
+    with empty_database(tmp_path) as url:
+        assert flask_command(url, "db", "upgrade", BEFORE).returncode == 0
+        engine = create_engine(url)
+        try:
+            with engine.begin() as connection:  # enough rows that the copy takes a while
+                connection.execute(text(
+                    "INSERT INTO audit_log (created_at, request_id, actor, source, action, target, method, path,"
+                    " query, status, duration_ms, client_ip, user_agent) SELECT (now() AT TIME ZONE 'UTC')"
+                    " - n * interval '1 minute', 'seeded', '', 'api', 'seeded', '', 'GET', '/', '', 200, 1, '', ''"
+                    " FROM generate_series(1, 200000) AS n"))
+            rows: dict = {}
+            for args in (("upgrade",), ("downgrade", BEFORE)):
+                writer = _migrate_while_writing(engine, url, rows, *args)
+                assert writer.errors == []
+                assert writer.logged_writes > 0  # some writes fell between the change log's start and the swap
+                assert _live_rows(engine) == rows
+                with engine.connect() as connection:
+                    seeded = connection.scalar(text("SELECT count(*) FROM audit_log WHERE request_id = 'seeded'"))
+                    assert seeded == 200000
+                    assert connection.scalar(text(  # nothing of the rebuild left
+                        "SELECT to_regclass('audit_log__changes') IS NULL AND to_regclass('audit_log__rebuilt') IS NULL"
+                        " AND NOT EXISTS (SELECT FROM pg_trigger WHERE tgname LIKE '%capture')"))
+        finally:
+            engine.dispose()
+
+
+def _leftovers(engine) -> list[str]:
+    with engine.connect() as connection:
+        return list(connection.scalars(text(
+            "SELECT relname FROM pg_class WHERE relname LIKE '%\\_\\_changes' OR relname LIKE '%\\_\\_rebuilt'"
+            " UNION ALL SELECT tgname FROM pg_trigger WHERE tgname LIKE '%\\_\\_capture'"
+            " UNION ALL SELECT proname FROM pg_proc WHERE proname LIKE '%\\_\\_capture'")))
+
+
+def test_a_run_cut_short_or_failed_leaves_nothing_the_next_run_trips_on(tmp_path):
+    with empty_database(tmp_path) as url:
+        assert flask_command(url, "db", "upgrade", BEFORE).returncode == 0
+        engine = create_engine(url)
+        try:
+            with engine.begin() as connection:
+                for statement in filter(str.strip, SEED.split(";")):
+                    connection.execute(text(statement), {"months": list(MONTHS)})
+                # What a run killed during the audit log's copy leaves: the copy, the change log and its trigger.
+                connection.execute(text("CREATE TABLE audit_log__rebuilt (LIKE audit_log)"))
+                connection.execute(text("CREATE TABLE audit_log__changes (LIKE audit_log)"))
+                connection.execute(text("CREATE FUNCTION audit_log__capture() RETURNS trigger LANGUAGE plpgsql"
+                                        " AS $$ BEGIN RETURN NULL; END $$"))
+                connection.execute(text("CREATE TRIGGER audit_log__capture AFTER INSERT ON audit_log"
+                                        " FOR EACH ROW EXECUTE FUNCTION audit_log__capture()"))
+                # A table in the way of the events' first partition: this run fails there.
+                connection.execute(text("CREATE TABLE events_p2025_11 (id text)"))
+            before = _state(engine)
+
+            failed = flask_command(url, "db", "upgrade")
+            assert failed.returncode != 0 and "events_p2025_11" in failed.stderr
+            assert _leftovers(engine) == []
+            assert _state(engine)["kinds"] == {"audit_log": "p", "webhook_attempts": "p", "events": "r"}
+            with engine.begin() as connection:  # the events stay writable
+                connection.execute(text("INSERT INTO events (id, institution_id, type, occurred_at, payload)"
+                                        " VALUES ('evt_after', 'ins_conversion', 'x', now() AT TIME ZONE 'UTC', '{}')"))
+                connection.execute(text("DROP TABLE events_p2025_11"))
+
+            upgraded = flask_command(url, "db", "upgrade")
+            assert upgraded.returncode == 0, upgraded.stderr
+            after = _state(engine)
+            assert after["kinds"] == dict.fromkeys(("audit_log", "events", "webhook_attempts"), "p")
+            assert after["counts"] == {**before["counts"], "events": before["counts"]["events"] + 1}
+            assert _leftovers(engine) == []
         finally:
             engine.dispose()
