@@ -51,14 +51,19 @@ def _state(engine) -> dict:
     return {"counts": counts, "kinds": kinds, "placed": placed, "distinct_seq": seq_check}
 
 
+def _seed(connection) -> None:
+    """ROWS_PER_MONTH rows of each growing table (and their deliveries) in every one of MONTHS."""
+    for statement in filter(str.strip, SEED.split(";")):
+        connection.execute(text(statement), {"months": list(MONTHS)})
+
+
 def test_conversion_keeps_every_row_and_downgrade_brings_plain_tables_back(tmp_path):
     with empty_database(tmp_path) as url:
         assert flask_command(url, "db", "upgrade", BEFORE).returncode == 0
         engine = create_engine(url)
         try:
             with engine.begin() as connection:
-                for statement in filter(str.strip, SEED.split(";")):
-                    connection.execute(text(statement), {"months": list(MONTHS)})
+                _seed(connection)
             before = _state(engine)
             assert before["counts"] == dict.fromkeys(
                 ("audit_log", "events", "webhook_attempts", "webhook_deliveries"), len(MONTHS) * ROWS_PER_MONTH)
@@ -204,8 +209,7 @@ def test_a_run_cut_short_or_failed_leaves_nothing_the_next_run_trips_on(tmp_path
         engine = create_engine(url)
         try:
             with engine.begin() as connection:
-                for statement in filter(str.strip, SEED.split(";")):
-                    connection.execute(text(statement), {"months": list(MONTHS)})
+                _seed(connection)
                 # What a run killed during the audit log's copy leaves: the copy, the change log and its trigger.
                 connection.execute(text("CREATE TABLE audit_log__rebuilt (LIKE audit_log)"))
                 connection.execute(text("CREATE TABLE audit_log__changes (LIKE audit_log)"))
